@@ -1,0 +1,339 @@
+//! Bit vectors with constant-time rank and fast select, readable in place.
+//!
+//! Layout (all `u64` words, little-endian):
+//!
+//! ```text
+//! nbits | ones | bits[nbits/64 + 1] | rank[2 * nblocks] | samples[ceil(ones/512)]
+//! ```
+//!
+//! * `bits` holds bit `i` at word `i / 64`, bit `i % 64`, plus one zero word of
+//!   padding so `rank1(nbits)` never reads past the array. Bits at and past
+//!   `nbits` are zero.
+//! * `rank` is Vigna's rank9: per 512-bit block, word `2b` is the number of
+//!   ones before the block and word `2b + 1` packs seven 9-bit counts, the ones
+//!   in words `1..=7` of the block before that word.
+//! * `samples[s]` is the block holding the `(512 s)`-th one; select searches
+//!   from there.
+//!
+//! We write this ourselves rather than use `sucds` or `vers-vecs` because the
+//! trie must open zero-copy from an mmapped, checksummed file, and neither
+//! crate reads its structures in place from borrowed bytes. [`BitVec::read`]
+//! recomputes the rank and select directories and rejects any mismatch, so
+//! every query on an opened vector stays in bounds.
+
+use crate::error::Result;
+use crate::words::{corrupt, WordReader};
+
+const SAMPLE_ONES: usize = 512;
+
+/// Builds a bit vector by appending bits.
+#[derive(Default, Clone, Debug)]
+pub(crate) struct BitVecBuilder {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl BitVecBuilder {
+    pub(crate) fn with_len(len: usize) -> Self {
+        BitVecBuilder {
+            words: vec![0; len.div_ceil(64)],
+            len,
+        }
+    }
+
+    pub(crate) fn push(&mut self, bit: bool) {
+        if self.len % 64 == 0 {
+            self.words.push(0);
+        }
+        if bit {
+            self.words[self.len / 64] |= 1 << (self.len % 64);
+        }
+        self.len += 1;
+    }
+
+    pub(crate) fn set(&mut self, i: usize) {
+        self.words[i / 64] |= 1 << (i % 64);
+    }
+
+    /// Serializes with rank and select directories.
+    pub(crate) fn write(&self, out: &mut Vec<u64>) {
+        let mut bits = self.words.clone();
+        bits.resize(self.len / 64 + 1, 0);
+        let (rank, samples, ones) = directories(&bits);
+        out.push(self.len as u64);
+        out.push(ones as u64);
+        out.extend_from_slice(&bits);
+        out.extend_from_slice(&rank);
+        out.extend_from_slice(&samples);
+    }
+}
+
+/// Computes the rank9 blocks and select samples of `bits`.
+fn directories(bits: &[u64]) -> (Vec<u64>, Vec<u64>, usize) {
+    let nblocks = bits.len().div_ceil(8);
+    let mut rank = Vec::with_capacity(nblocks * 2);
+    let mut samples = Vec::new();
+    let mut ones = 0usize;
+    for (b, block) in bits.chunks(8).enumerate() {
+        let mut rel = 0u64;
+        let mut in_block = 0u64;
+        for (k, w) in block.iter().enumerate() {
+            if k > 0 {
+                rel |= in_block << (9 * (k - 1));
+            }
+            let c = w.count_ones() as u64;
+            // A sample for every multiple of SAMPLE_ONES that falls in this word.
+            let before = ones + in_block as usize;
+            let mut next = before.div_ceil(SAMPLE_ONES) * SAMPLE_ONES;
+            while next < before + c as usize {
+                samples.push(b as u64);
+                next += SAMPLE_ONES;
+            }
+            in_block += c;
+        }
+        for k in block.len()..8 {
+            if k > 0 {
+                rel |= in_block << (9 * (k - 1));
+            }
+        }
+        rank.push(ones as u64);
+        rank.push(rel);
+        ones += in_block as usize;
+    }
+    (rank, samples, ones)
+}
+
+/// A read-only bit vector with rank and select over borrowed words.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BitVec<'a> {
+    len: usize,
+    ones: usize,
+    bits: &'a [u64],
+    rank: &'a [u64],
+    samples: &'a [u64],
+}
+
+impl<'a> BitVec<'a> {
+    /// Reads and validates a vector written by [`BitVecBuilder::write`].
+    pub(crate) fn read(r: &mut WordReader<'a>, what: &'static str) -> Result<Self> {
+        let start = r.offset();
+        let len = r.count(what, u64::MAX >> 8)?;
+        let ones = r.count(what, len as u64)?;
+        let nwords = len / 64 + 1;
+        let bits = r.take(nwords, what)?;
+        let nblocks = nwords.div_ceil(8);
+        let rank = r.take(nblocks * 2, what)?;
+        let samples = r.take(ones.div_ceil(SAMPLE_ONES), what)?;
+        // Bits past `len` must be zero so counts are exact.
+        let tail_mask = !((1u64 << (len % 64)) - 1);
+        if bits[len / 64] & tail_mask != 0 {
+            return Err(corrupt(start, format!("{what}: bits set past the end")));
+        }
+        let (want_rank, want_samples, want_ones) = directories(bits);
+        if want_ones != ones || want_rank != rank || want_samples != samples {
+            return Err(corrupt(
+                start,
+                format!("{what}: rank/select directory does not match the bits"),
+            ));
+        }
+        Ok(BitVec {
+            len,
+            ones,
+            bits,
+            rank,
+            samples,
+        })
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn ones(&self) -> usize {
+        self.ones
+    }
+
+    /// Number of words of storage, for size reports.
+    pub(crate) fn size_bytes(&self) -> usize {
+        (2 + self.bits.len() + self.rank.len() + self.samples.len()) * 8
+    }
+
+    #[inline]
+    pub(crate) fn get(&self, i: usize) -> bool {
+        debug_assert!(i < self.len);
+        (self.bits[i / 64] >> (i % 64)) & 1 == 1
+    }
+
+    /// Number of ones in positions `0..i`, for `i <= len`.
+    #[inline]
+    pub(crate) fn rank1(&self, i: usize) -> usize {
+        debug_assert!(i <= self.len);
+        let w = i / 64;
+        let b = w / 8;
+        let k = w % 8;
+        let abs = self.rank[2 * b] as usize;
+        let rel = if k == 0 {
+            0
+        } else {
+            ((self.rank[2 * b + 1] >> (9 * (k - 1))) & 0x1FF) as usize
+        };
+        let mask = (1u64 << (i % 64)) - 1;
+        abs + rel + (self.bits[w] & mask).count_ones() as usize
+    }
+
+    /// Position of the `r`-th one (zero-based), for `r < ones`.
+    #[inline]
+    pub(crate) fn select1(&self, r: usize) -> usize {
+        debug_assert!(r < self.ones);
+        let nblocks = self.rank.len() / 2;
+        let s = r / SAMPLE_ONES;
+        let mut lo = self.samples[s] as usize;
+        let mut hi = match self.samples.get(s + 1) {
+            Some(&b) => b as usize + 1,
+            None => nblocks,
+        };
+        // Last block whose count-before is <= r, within [lo, hi).
+        while hi - lo > 8 {
+            let mid = (lo + hi) / 2;
+            if self.rank[2 * mid] as usize <= r {
+                lo = mid;
+            } else {
+                hi = mid;
+            }
+        }
+        while lo + 1 < hi && self.rank[2 * (lo + 1)] as usize <= r {
+            lo += 1;
+        }
+        let mut rem = r - self.rank[2 * lo] as usize;
+        let rel = self.rank[2 * lo + 1];
+        let mut k = 0;
+        while k < 7 && ((rel >> (9 * k)) & 0x1FF) as usize <= rem {
+            k += 1;
+        }
+        if k > 0 {
+            rem -= ((rel >> (9 * (k - 1))) & 0x1FF) as usize;
+        }
+        let w = 8 * lo + k;
+        w * 64 + select_in_word(self.bits[w], rem as u32) as usize
+    }
+
+    /// Position of the first one at or after `i`, or `len` if none.
+    #[inline]
+    pub(crate) fn next_one(&self, i: usize) -> usize {
+        if i >= self.len {
+            return self.len;
+        }
+        let mut w = i / 64;
+        let word = self.bits[w] & !((1u64 << (i % 64)) - 1);
+        if word != 0 {
+            return w * 64 + word.trailing_zeros() as usize;
+        }
+        // Scan a few words, then fall back to rank + select.
+        for _ in 0..4 {
+            w += 1;
+            if w >= self.bits.len() {
+                return self.len;
+            }
+            if self.bits[w] != 0 {
+                return (w * 64 + self.bits[w].trailing_zeros() as usize).min(self.len);
+            }
+        }
+        let r = self.rank1((w * 64).min(self.len));
+        if r >= self.ones {
+            self.len
+        } else {
+            self.select1(r)
+        }
+    }
+}
+
+/// Position of the `r`-th set bit of `w` (zero-based); `r < w.count_ones()`.
+#[inline]
+pub(crate) fn select_in_word(mut w: u64, mut r: u32) -> u32 {
+    let mut shift = 0;
+    for half in [32u32, 16, 8] {
+        let low = (w & ((1u64 << half) - 1)).count_ones();
+        if r >= low {
+            r -= low;
+            w >>= half;
+            shift += half;
+        }
+    }
+    for _ in 0..r {
+        w &= w - 1;
+    }
+    shift + w.trailing_zeros()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn build(bits: &[bool]) -> Vec<u64> {
+        let mut b = BitVecBuilder::default();
+        for &x in bits {
+            b.push(x);
+        }
+        let mut out = Vec::new();
+        b.write(&mut out);
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn rank_select_match_naive(bits in proptest::collection::vec(proptest::bool::weighted(0.3), 0..5000)) {
+            let words = build(&bits);
+            let mut r = WordReader::new(&words, 0);
+            let bv = BitVec::read(&mut r, "test").unwrap();
+            prop_assert!(r.is_empty());
+            let mut ones = 0;
+            for (i, &b) in bits.iter().enumerate() {
+                prop_assert_eq!(bv.rank1(i), ones);
+                prop_assert_eq!(bv.get(i), b);
+                if b {
+                    prop_assert_eq!(bv.select1(ones), i);
+                    ones += 1;
+                }
+                let next = bits[i..].iter().position(|&x| x).map_or(bits.len(), |p| p + i);
+                prop_assert_eq!(bv.next_one(i), next);
+            }
+            prop_assert_eq!(bv.rank1(bits.len()), ones);
+            prop_assert_eq!(bv.ones(), ones);
+        }
+    }
+
+    #[test]
+    fn sparse_and_dense_large() {
+        for stride in [1usize, 3, 700, 5000] {
+            let bits: Vec<bool> = (0..200_000).map(|i| i % stride == 0).collect();
+            let words = build(&bits);
+            let mut r = WordReader::new(&words, 0);
+            let bv = BitVec::read(&mut r, "test").unwrap();
+            let positions: Vec<usize> = (0..bits.len()).filter(|&i| bits[i]).collect();
+            for (k, &p) in positions.iter().enumerate() {
+                assert_eq!(bv.select1(k), p);
+                assert_eq!(bv.rank1(p), k);
+            }
+        }
+    }
+
+    #[test]
+    fn select_in_word_all_positions() {
+        let w = 0x8000_0001_0010_0301u64;
+        let expect: Vec<u32> = (0..64).filter(|i| (w >> i) & 1 == 1).collect();
+        for (r, &p) in expect.iter().enumerate() {
+            assert_eq!(select_in_word(w, r as u32), p);
+        }
+    }
+
+    #[test]
+    fn tampered_directory_is_rejected() {
+        let bits: Vec<bool> = (0..3000).map(|i| i % 5 == 0).collect();
+        let mut words = build(&bits);
+        let rank_start = 2 + 3000 / 64 + 1;
+        words[rank_start + 2] += 1;
+        let mut r = WordReader::new(&words, 0);
+        assert!(BitVec::read(&mut r, "test").is_err());
+    }
+}

@@ -1,0 +1,210 @@
+//! Builds a trie from sorted, unique keys.
+//!
+//! The builder keeps the keys it is given (one copy of the key bytes plus one
+//! `usize` per key), then lays the Patricia trie out breadth-first in a single
+//! pass over a FIFO of key ranges: each node is a range `lo..hi` of keys that
+//! share a prefix of `depth` bytes; its children are the maximal runs of keys
+//! with the same byte at `depth`, and each child's edge label runs to the
+//! longest common prefix of its run (path compression). Labels of more than
+//! one byte are recorded as `(key, start, end)` triples (12 bytes each) and
+//! encoded at the end, after the label symbol table has been trained.
+//!
+//! Memory bound: key bytes + 8 bytes per key + 12 bytes per multi-byte label
+//! + a few bits per edge + the output.
+
+use std::collections::VecDeque;
+
+use crate::bitvec::BitVecBuilder;
+use crate::error::{Error, Result};
+use crate::format::{write_header, AlignedBytes, Header, FLAG_ROOT_TERMINAL, HEADER_BYTES};
+use crate::labels::write_labels;
+use crate::perm::write_perm;
+use crate::words::push_bytes;
+
+/// Accepts keys in strictly increasing byte order and builds a trie.
+///
+/// ```
+/// let mut b = pith_trie::TrieBuilder::new();
+/// b.push(b"apple").unwrap();
+/// b.push(b"banana").unwrap();
+/// assert!(b.push(b"apple").is_err()); // out of order
+/// let bytes = b.finish();
+/// let trie = pith_trie::Trie::open(bytes.as_bytes()).unwrap();
+/// assert_eq!(trie.lookup(b"banana"), Some(1));
+/// ```
+#[derive(Default)]
+pub struct TrieBuilder {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl TrieBuilder {
+    /// An empty builder.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Number of keys pushed so far.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// True when no key has been pushed.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    fn key(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.bytes[start..self.ends[i]]
+    }
+
+    /// Appends `key`, which must sort strictly after the previous key.
+    pub fn push(&mut self, key: &[u8]) -> Result<()> {
+        if let Some(last) = self.ends.len().checked_sub(1) {
+            match self.key(last).cmp(key) {
+                std::cmp::Ordering::Less => {}
+                o => {
+                    return Err(Error::UnsortedInput {
+                        index: self.ends.len() as u64,
+                        problem: if o == std::cmp::Ordering::Equal {
+                            "equal to"
+                        } else {
+                            "less than"
+                        },
+                    })
+                }
+            }
+        }
+        self.bytes.extend_from_slice(key);
+        self.ends.push(self.bytes.len());
+        Ok(())
+    }
+
+    /// Builds the trie and returns its serialized, checksummed bytes.
+    pub fn finish(self) -> AlignedBytes {
+        let n = self.ends.len();
+        let mut first = Vec::new();
+        let mut louds = BitVecBuilder::default();
+        let mut has_child = BitVecBuilder::default();
+        let mut term = BitVecBuilder::default();
+        let mut has_tail = BitVecBuilder::default();
+        let mut tails: Vec<(u32, u32, u32)> = Vec::new();
+        let mut pi: Vec<u64> = Vec::with_capacity(n);
+        let mut queue: VecDeque<(usize, usize, usize)> = VecDeque::new();
+        let root_terminal = n > 0 && self.key(0).is_empty();
+        if root_terminal {
+            pi.push(0);
+        }
+        if n > 0 {
+            queue.push_back((0, n, 0));
+        }
+        while let Some((lo, hi, depth)) = queue.pop_front() {
+            let mut i = lo;
+            if self.key(i).len() == depth {
+                i += 1; // this node's own key; recorded with its edge
+            }
+            let mut first_child = true;
+            while i < hi {
+                let c = self.key(i)[depth];
+                let j = self.run_end(i + 1, hi, depth, c);
+                let (end, child) = if j - i == 1 {
+                    (self.key(i).len(), false)
+                } else {
+                    (
+                        depth + lcp(&self.key(i)[depth..], &self.key(j - 1)[depth..]),
+                        true,
+                    )
+                };
+                let terminal = self.key(i).len() == end;
+                first.push(c);
+                louds.push(first_child);
+                has_child.push(child);
+                term.push(terminal);
+                has_tail.push(end - depth > 1);
+                if end - depth > 1 {
+                    tails.push((i as u32, (depth + 1) as u32, end as u32));
+                }
+                if terminal {
+                    pi.push(i as u64);
+                }
+                if child {
+                    queue.push_back((i, j, end));
+                }
+                i = j;
+                first_child = false;
+            }
+        }
+        let mut body: Vec<u64> = Vec::new();
+        push_bytes(&mut body, &first);
+        louds.write(&mut body);
+        has_child.write(&mut body);
+        term.write(&mut body);
+        has_tail.write(&mut body);
+        let labels = tails
+            .iter()
+            .map(|&(k, s, e)| &self.key(k as usize)[s as usize..e as usize]);
+        write_labels(&mut body, labels);
+        write_perm(&mut body, &pi);
+
+        let header = Header {
+            flags: if root_terminal { FLAG_ROOT_TERMINAL } else { 0 },
+            num_keys: n as u64,
+            num_edges: first.len() as u64,
+        };
+        let mut words = vec![0u64; HEADER_BYTES / 8];
+        words.extend_from_slice(&body);
+        let (head, rest) =
+            bytemuck::cast_slice_mut::<u64, u8>(&mut words).split_at_mut(HEADER_BYTES);
+        write_header(head, &header, rest);
+        AlignedBytes::from_words(words)
+    }
+
+    /// End of the run of keys from `from` (all longer than `depth`, in
+    /// `from..hi`) whose byte at `depth` is `c`.
+    fn run_end(&self, from: usize, hi: usize, depth: usize, c: u8) -> usize {
+        let is_c = |x: usize| self.key(x)[depth] == c;
+        // Runs are usually short: gallop, then binary search.
+        let (mut lo, mut up, mut step) = (from, hi, 1);
+        loop {
+            let p = lo + step - 1;
+            if p >= hi {
+                break;
+            }
+            if is_c(p) {
+                lo = p + 1;
+                step *= 2;
+            } else {
+                up = p;
+                break;
+            }
+        }
+        while lo < up {
+            let mid = lo + (up - lo) / 2;
+            if is_c(mid) {
+                lo = mid + 1;
+            } else {
+                up = mid;
+            }
+        }
+        lo
+    }
+}
+
+/// Length of the longest common prefix.
+fn lcp(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let x = u64::from_le_bytes(a[i..i + 8].try_into().unwrap_or([0; 8]))
+            ^ u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or([0; 8]));
+        if x != 0 {
+            return i + (x.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
+}

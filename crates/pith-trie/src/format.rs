@@ -1,0 +1,180 @@
+//! The trie file header, checksums and an aligned owned buffer.
+//!
+//! A trie file is a 64-byte header followed by the body, both little-endian
+//! and a whole number of 8-byte words (see `docs/format.md` for every byte):
+//!
+//! ```text
+//! 0   magic "PITHTRIE"            32  body length in bytes (multiple of 8)
+//! 8   format version (u32) = 1    40  crc32c of the body (u32)
+//! 12  flags (u32), bit 0: the     44  16 reserved bytes, zero
+//!     empty key is present        60  crc32c of header bytes 0..60 (u32)
+//! 16  number of keys (u64)
+//! 24  number of edges (u64)
+//! ```
+
+use crate::error::{Error, Result};
+
+/// The file magic.
+pub const MAGIC: [u8; 8] = *b"PITHTRIE";
+/// Header size in bytes.
+pub(crate) const HEADER_BYTES: usize = 64;
+
+/// Format versions this crate knows. Version numbers are never reused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FormatVersion {
+    /// LOUDS-sparse Patricia trie, symbol-table labels, cycle-shortcut permutation.
+    V1 = 1,
+}
+
+impl FormatVersion {
+    /// The version written by this build.
+    pub const CURRENT: FormatVersion = FormatVersion::V1;
+}
+
+pub(crate) const FLAG_ROOT_TERMINAL: u32 = 1;
+
+/// The parsed header.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Header {
+    pub(crate) flags: u32,
+    pub(crate) num_keys: u64,
+    pub(crate) num_edges: u64,
+}
+
+pub(crate) fn write_header(out: &mut [u8], h: &Header, body: &[u8]) {
+    out[0..8].copy_from_slice(&MAGIC);
+    out[8..12].copy_from_slice(&(FormatVersion::CURRENT as u32).to_le_bytes());
+    out[12..16].copy_from_slice(&h.flags.to_le_bytes());
+    out[16..24].copy_from_slice(&h.num_keys.to_le_bytes());
+    out[24..32].copy_from_slice(&h.num_edges.to_le_bytes());
+    out[32..40].copy_from_slice(&(body.len() as u64).to_le_bytes());
+    out[40..44].copy_from_slice(&crc32c::crc32c(body).to_le_bytes());
+    out[44..60].fill(0);
+    let hcrc = crc32c::crc32c(&out[0..60]);
+    out[60..64].copy_from_slice(&hcrc.to_le_bytes());
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(w)
+}
+
+/// Checks magic, version and both checksums; returns the header and the body.
+pub(crate) fn read_header(bytes: &[u8]) -> Result<(Header, &[u8])> {
+    if bytes.len() < HEADER_BYTES {
+        if bytes.len() >= 8 && bytes[..8] != MAGIC {
+            return Err(Error::BadMagic);
+        }
+        return Err(Error::Truncated {
+            what: "header",
+            offset: 0,
+            needed: HEADER_BYTES,
+            available: bytes.len(),
+        });
+    }
+    if bytes[..8] != MAGIC {
+        return Err(Error::BadMagic);
+    }
+    let stored = u32_at(bytes, 60);
+    let computed = crc32c::crc32c(&bytes[..60]);
+    if stored != computed {
+        return Err(Error::ChecksumMismatch {
+            region: "header",
+            stored,
+            computed,
+        });
+    }
+    let version = u32_at(bytes, 8);
+    if version != FormatVersion::CURRENT as u32 {
+        return Err(Error::UnsupportedVersion {
+            expected: FormatVersion::CURRENT as u32,
+            found: version,
+        });
+    }
+    let body_len = u64_at(bytes, 32);
+    let available = bytes.len() - HEADER_BYTES;
+    if body_len > available as u64 || body_len % 8 != 0 {
+        return Err(Error::Truncated {
+            what: "body",
+            offset: HEADER_BYTES,
+            needed: usize::try_from(body_len).unwrap_or(usize::MAX),
+            available,
+        });
+    }
+    let body = &bytes[HEADER_BYTES..HEADER_BYTES + body_len as usize];
+    let stored = u32_at(bytes, 40);
+    let computed = crc32c::crc32c(body);
+    if stored != computed {
+        return Err(Error::ChecksumMismatch {
+            region: "body",
+            stored,
+            computed,
+        });
+    }
+    let h = Header {
+        flags: u32_at(bytes, 12),
+        num_keys: u64_at(bytes, 16),
+        num_edges: u64_at(bytes, 24),
+    };
+    Ok((h, body))
+}
+
+/// An owned byte buffer aligned to 8 bytes, as [`crate::Trie::open`] requires.
+///
+/// The builder returns one; use [`AlignedBytes::copy_from`] for bytes read
+/// into an ordinary `Vec<u8>`. Memory maps are page-aligned already.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct AlignedBytes {
+    words: Vec<u64>,
+    len: usize,
+}
+
+impl AlignedBytes {
+    /// Copies `bytes` into a new aligned buffer.
+    pub fn copy_from(bytes: &[u8]) -> Self {
+        let mut words = vec![0u64; bytes.len().div_ceil(8)];
+        bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..bytes.len()].copy_from_slice(bytes);
+        AlignedBytes {
+            words,
+            len: bytes.len(),
+        }
+    }
+
+    pub(crate) fn from_words(words: Vec<u64>) -> Self {
+        let len = words.len() * 8;
+        AlignedBytes { words, len }
+    }
+
+    /// The bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &bytemuck::cast_slice(&self.words)[..self.len]
+    }
+
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl std::fmt::Debug for AlignedBytes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "AlignedBytes({} bytes)", self.len)
+    }
+}
+
+impl AsRef<[u8]> for AlignedBytes {
+    fn as_ref(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}

@@ -1,0 +1,53 @@
+//! Entry points shared by the cargo-fuzz targets and the in-tree smoke tests.
+//!
+//! [`open_and_query`] must never panic, whatever the bytes: it opens them and,
+//! if they open, exercises every query on keys drawn from the input itself.
+
+use crate::{AlignedBytes, KeyRegex, Trie};
+
+/// Opens `data` as a trie and, if it opens, runs every kind of query on it.
+pub fn open_and_query(data: &[u8]) {
+    let bytes = AlignedBytes::copy_from(data);
+    let Ok(trie) = Trie::open(bytes.as_bytes()) else {
+        return;
+    };
+    exercise(&trie, data);
+}
+
+/// Runs every query kind on an opened trie, with probes taken from `probe`.
+pub fn exercise(trie: &Trie<'_>, probe: &[u8]) {
+    let n = trie.len() as u64;
+    let mut buf = Vec::new();
+    for id in [0, 1, n / 2, n.saturating_sub(1), n, n + 1] {
+        buf.clear();
+        if trie.key_into(id, &mut buf) {
+            let _ = trie.lookup(&buf);
+            let _ = trie.lower_bound(&buf);
+        }
+    }
+    for chunk in probe.chunks(7).take(64) {
+        let _ = trie.lookup(chunk);
+        let _ = trie.lower_bound(chunk);
+        let _ = trie.prefix_range(chunk);
+    }
+    let mut c = trie.cursor();
+    c.seek_to_first();
+    for _ in 0..64 {
+        if !c.next() {
+            break;
+        }
+    }
+    c.seek_to_last();
+    for _ in 0..64 {
+        if !c.prev() {
+            break;
+        }
+    }
+    if let Ok(re) = KeyRegex::new(".*a.*") {
+        let mut left = 256;
+        trie.regex_search(&re, |_, _| {
+            left -= 1;
+            left > 0
+        });
+    }
+}

@@ -1,0 +1,109 @@
+//! `pith-trie`: a static succinct trie mapping byte-string keys to dense ids.
+//!
+//! Built once from sorted, unique keys, a [`Trie`] answers, without
+//! decompressing anything:
+//!
+//! * [`Trie::lookup`]: key -> id, where the id is the key's rank in sorted
+//!   order (`0..len()`), and [`Trie::key`]: id -> key, so a store keyed by id
+//!   need not keep the keys a second time;
+//! * [`Trie::lower_bound`] (seek) and a [`Cursor`] that moves both ways;
+//! * [`Trie::prefix_range`] and [`Trie::range`] as id ranges;
+//! * [`Trie::regex_search`]: a DFA walked through the trie, pruning dead
+//!   subtrees instead of scanning keys.
+//!
+//! It opens zero-copy from bytes (an mmapped file): [`Trie::open`] checks the
+//! magic, version, crc32c checksums and every structural invariant, and
+//! returns a typed [`Error`] on bad bytes, never a panic.
+//!
+//! # Design, and why
+//!
+//! A Patricia trie (runs of single-child nodes collapsed into one edge) in
+//! LOUDS-sparse order, as in Fast Succinct Tries (SuRF): per edge, one byte of
+//! label and four bits, with rank/select directories ([`bitvec`](self)) that
+//! we implement ourselves because the structure must be read in place from a
+//! checksummed file. The rest of each multi-byte label is compressed with a
+//! static FSST-style symbol table rather than nested into a second trie as
+//! marisa-trie and Terark's NLT do: nesting shares suffixes, but costs a
+//! `log2(labels)`-bit link per label and a pointer chase per label on every
+//! lookup and every id -> key, which is what made TerarkDB run shallower
+//! nesting for speed. A symbol table decodes one label alone, in a handful of
+//! table loads, and compares against a query without materializing it.
+//!
+//! Ids are key ranks from the start (TerarkDB's breadth-first ids were not,
+//! and its value store had to be rewritten after the index was built):
+//! breadth-first terminal order is mapped to key order by a succinct
+//! permutation whose inverse walks cycles with shortcuts. Not done yet: a
+//! LOUDS-dense (bitmap) encoding of the top levels, which SuRF uses for speed.
+//!
+//! # Example
+//!
+//! ```
+//! use pith_trie::{KeyRegex, Trie, TrieBuilder};
+//!
+//! let mut builder = TrieBuilder::new();
+//! for key in ["apple", "apricot", "banana", "blueberry", "cherry"] {
+//!     builder.push(key.as_bytes())?;
+//! }
+//! let bytes = builder.finish(); // write these to a file, mmap them later
+//! let trie = Trie::open(bytes.as_bytes())?;
+//!
+//! assert_eq!(trie.lookup(b"banana"), Some(2));
+//! assert_eq!(trie.key(3).as_deref(), Some(&b"blueberry"[..]));
+//! assert_eq!(trie.lower_bound(b"b"), 2);
+//! assert_eq!(trie.prefix_range(b"ap"), 0..2);
+//! let re = KeyRegex::new("b.*y")?;
+//! let mut found = Vec::new();
+//! trie.regex_search(&re, |id, _key| { found.push(id); true });
+//! assert_eq!(found, vec![3]);
+//! # Ok::<(), pith_trie::Error>(())
+//! ```
+//!
+//! # Thread safety
+//!
+//! [`Trie`] is an immutable view and is `Send + Sync`; [`Cursor`] is per thread.
+
+#![deny(missing_docs)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used))]
+
+#[cfg(target_endian = "big")]
+compile_error!(
+    "pith-trie reads its little-endian format in place and supports little-endian targets only"
+);
+
+mod bitvec;
+mod builder;
+mod cursor;
+mod elias_fano;
+mod error;
+mod format;
+pub mod fuzz;
+mod labels;
+mod packed;
+mod perm;
+mod regex;
+mod symbols;
+mod trie;
+mod words;
+
+pub use builder::TrieBuilder;
+pub use cursor::{Cursor, Keys};
+pub use error::{Error, Result};
+pub use format::{AlignedBytes, FormatVersion, MAGIC};
+pub use regex::{KeyRegex, RegexStats};
+pub use trie::{SizeReport, Trie};
+
+/// Builds a trie from keys in strictly increasing order.
+pub fn build<I, K>(keys: I) -> Result<AlignedBytes>
+where
+    I: IntoIterator<Item = K>,
+    K: AsRef<[u8]>,
+{
+    let mut b = TrieBuilder::new();
+    for k in keys {
+        b.push(k.as_ref())?;
+    }
+    Ok(b.finish())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,173 @@
+//! A permutation with fast forward and inverse, in `n log n (1 + 1/T)` bits.
+//!
+//! The trie numbers its terminal nodes breadth-first (LOUDS order), but a key's
+//! id must be its rank in sorted order, so that ids, key order and the record
+//! store's order agree. `pi[t]` maps breadth-first terminal rank `t` to the
+//! key id; the inverse (id -> terminal, needed by id -> key) is computed by
+//! walking `pi`'s cycles with shortcuts (Munro, Raman, Raman and Rao,
+//! "Succinct representations of permutations"): along every cycle longer than
+//! `T`, every `T`-th element `x` stores `back[x] = pi^-T(x)`, so an inverse
+//! takes at most `2T + 1` forward steps.
+//!
+//! Layout: `pi: Packed | sampled: BitVec (n bits) | back: Packed`.
+//! [`Perm::read`] checks that `pi` is a permutation and that every shortcut
+//! is right, so [`Perm::inverse`] always terminates with the true answer.
+
+use crate::bitvec::{BitVec, BitVecBuilder};
+use crate::error::Result;
+use crate::packed::{bits_for, write_packed, Packed};
+use crate::words::{corrupt, WordReader};
+
+/// Shortcut spacing along each cycle.
+const T: usize = 8;
+
+pub(crate) fn write_perm(out: &mut Vec<u64>, pi: &[u64]) {
+    let n = pi.len();
+    let width = bits_for(n.saturating_sub(1) as u64);
+    write_packed(out, pi, width);
+    let mut sampled = BitVecBuilder::with_len(n);
+    let mut back_of = Vec::new(); // (x, back[x])
+    let mut seen = vec![false; n];
+    let mut cycle = Vec::new();
+    for start in 0..n {
+        if seen[start] {
+            continue;
+        }
+        cycle.clear();
+        let mut x = start;
+        while !seen[x] {
+            seen[x] = true;
+            cycle.push(x);
+            x = pi[x] as usize;
+        }
+        if cycle.len() > T {
+            for j in (0..cycle.len()).step_by(T) {
+                let from = (j + cycle.len() - T) % cycle.len();
+                back_of.push((cycle[j], cycle[from] as u64));
+            }
+        }
+    }
+    back_of.sort_unstable();
+    for &(x, _) in &back_of {
+        sampled.set(x);
+    }
+    sampled.write(out);
+    let back: Vec<u64> = back_of.iter().map(|&(_, b)| b).collect();
+    write_packed(out, &back, width);
+}
+
+/// A read-only permutation.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Perm<'a> {
+    pi: Packed<'a>,
+    sampled: BitVec<'a>,
+    back: Packed<'a>,
+}
+
+impl<'a> Perm<'a> {
+    pub(crate) fn read(r: &mut WordReader<'a>, n: usize) -> Result<Self> {
+        let off = r.offset();
+        let pi = Packed::read(r, "permutation")?;
+        let sampled = BitVec::read(r, "permutation samples")?;
+        let back = Packed::read(r, "permutation shortcuts")?;
+        if pi.len() != n || sampled.len() != n || back.len() != sampled.ones() {
+            return Err(corrupt(off, "permutation parts disagree on the length"));
+        }
+        let mut hit = vec![false; n];
+        for t in 0..n {
+            let v = pi.get(t) as usize;
+            if v >= n || std::mem::replace(&mut hit[v], true) {
+                return Err(corrupt(off, "permutation maps two terminals to one key id"));
+            }
+        }
+        let perm = Perm { pi, sampled, back };
+        for s in 0..back.len() {
+            let x = sampled.select1(s);
+            let mut y = back.get(s) as usize;
+            if y >= n {
+                return Err(corrupt(off, "permutation shortcut out of range"));
+            }
+            for _ in 0..T {
+                y = pi.get(y) as usize;
+            }
+            if y != x {
+                return Err(corrupt(off, "permutation shortcut is wrong"));
+            }
+        }
+        // Every inverse must finish within the bound the samples promise.
+        for i in 0..n {
+            if perm.try_inverse(i).is_none() {
+                return Err(corrupt(off, "permutation cycle lacks shortcuts"));
+            }
+        }
+        Ok(perm)
+    }
+
+    pub(crate) fn size_bytes(&self) -> usize {
+        self.pi.size_bytes() + self.sampled.size_bytes() + self.back.size_bytes()
+    }
+
+    /// `pi(t)`.
+    #[inline]
+    pub(crate) fn get(&self, t: usize) -> usize {
+        self.pi.get(t) as usize
+    }
+
+    /// `pi^-1(i)`; `i < n`.
+    #[inline]
+    pub(crate) fn inverse(&self, i: usize) -> usize {
+        // `read` proved try_inverse succeeds for every i.
+        self.try_inverse(i).unwrap_or(0)
+    }
+
+    fn try_inverse(&self, i: usize) -> Option<usize> {
+        let mut j = i;
+        let mut jumped = false;
+        for _ in 0..2 * T + 2 {
+            if !jumped && self.sampled.get(j) {
+                j = self.back.get(self.sampled.rank1(j)) as usize;
+                jumped = true;
+                continue;
+            }
+            let next = self.get(j);
+            if next == i {
+                return Some(j);
+            }
+            j = next;
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn inverse_matches(pi in Just((0..500u64).collect::<Vec<_>>()).prop_shuffle()) {
+            let mut out = Vec::new();
+            write_perm(&mut out, &pi);
+            let mut r = WordReader::new(&out, 0);
+            let p = Perm::read(&mut r, pi.len()).unwrap();
+            for (t, &v) in pi.iter().enumerate() {
+                prop_assert_eq!(p.get(t), v as usize);
+                prop_assert_eq!(p.inverse(v as usize), t);
+            }
+        }
+    }
+
+    #[test]
+    fn one_long_cycle() {
+        let n = 1000u64;
+        let pi: Vec<u64> = (0..n).map(|i| (i + 1) % n).collect();
+        let mut out = Vec::new();
+        write_perm(&mut out, &pi);
+        let mut r = WordReader::new(&out, 0);
+        let p = Perm::read(&mut r, n as usize).unwrap();
+        for i in 0..n as usize {
+            assert_eq!(p.inverse(i), (i + n as usize - 1) % n as usize);
+        }
+    }
+}

@@ -1,0 +1,387 @@
+//! Model tests: every query checked against a `BTreeSet` of the same keys,
+//! plus edge cases and corruption of serialized bytes.
+
+use std::collections::BTreeSet;
+
+use proptest::prelude::*;
+
+use crate::{build, AlignedBytes, Error, KeyRegex, Trie};
+
+fn trie_of(keys: &BTreeSet<Vec<u8>>) -> AlignedBytes {
+    build(keys.iter()).expect("sorted unique keys")
+}
+
+/// Checks every query against the model.
+fn check_against_model(keys: &BTreeSet<Vec<u8>>, probes: &[Vec<u8>]) {
+    let bytes = trie_of(keys);
+    let trie = Trie::open(bytes.as_bytes()).expect("open");
+    let sorted: Vec<&Vec<u8>> = keys.iter().collect();
+    assert_eq!(trie.len(), sorted.len());
+    for (id, k) in sorted.iter().enumerate() {
+        assert_eq!(trie.lookup(k), Some(id as u64), "lookup {k:?}");
+        assert_eq!(trie.key(id as u64).as_ref(), Some(*k), "key {id}");
+    }
+    assert_eq!(trie.key(sorted.len() as u64), None);
+    // Iteration both ways.
+    let forward: Vec<Vec<u8>> = trie.iter().map(|(_, k)| k).collect();
+    assert_eq!(
+        forward,
+        sorted.iter().map(|k| k.to_vec()).collect::<Vec<_>>()
+    );
+    let mut c = trie.cursor();
+    let mut backward = Vec::new();
+    let mut ok = c.seek_to_last();
+    while ok {
+        backward.push(c.key().expect("valid").to_vec());
+        assert_eq!(c.id(), Some((sorted.len() - backward.len()) as u64));
+        ok = c.prev();
+    }
+    backward.reverse();
+    assert_eq!(backward, forward);
+    for p in probes.iter().chain(keys.iter()) {
+        let lb = sorted.partition_point(|k| k.as_slice() < p.as_slice()) as u64;
+        assert_eq!(trie.lower_bound(p), lb, "lower_bound {p:?}");
+        assert_eq!(
+            trie.lookup(p),
+            sorted.binary_search(&p).ok().map(|i| i as u64)
+        );
+        // Seek, then step both ways.
+        let mut c = trie.cursor();
+        assert_eq!(c.seek(p), (lb as usize) < sorted.len());
+        if c.valid() {
+            assert_eq!(c.key(), Some(sorted[lb as usize].as_slice()));
+            if c.prev() {
+                assert_eq!(c.key(), Some(sorted[lb as usize - 1].as_slice()));
+                assert!(c.next());
+                assert_eq!(c.key(), Some(sorted[lb as usize].as_slice()));
+            }
+        }
+        // Prefix and range queries as id ranges.
+        let want: Vec<u64> = (0..sorted.len() as u64)
+            .filter(|&i| sorted[i as usize].starts_with(p))
+            .collect();
+        let got = trie.prefix_range(p);
+        assert_eq!(got.clone().collect::<Vec<_>>(), want, "prefix {p:?}");
+        for q in probes.iter().take(4) {
+            let want = sorted
+                .iter()
+                .filter(|k| k.as_slice() >= p.as_slice() && k.as_slice() < q.as_slice())
+                .count();
+            assert_eq!(
+                trie.range::<(std::ops::Bound<&[u8]>, std::ops::Bound<&[u8]>)>((
+                    std::ops::Bound::Included(p),
+                    std::ops::Bound::Excluded(q)
+                ))
+                .count(),
+                want
+            );
+            let want = sorted
+                .iter()
+                .filter(|k| k.as_slice() > p.as_slice() && k.as_slice() <= q.as_slice())
+                .count();
+            assert_eq!(
+                trie.range::<(std::ops::Bound<&[u8]>, std::ops::Bound<&[u8]>)>((
+                    std::ops::Bound::Excluded(p),
+                    std::ops::Bound::Included(q)
+                ))
+                .count(),
+                want
+            );
+        }
+    }
+}
+
+fn check_regex(keys: &BTreeSet<Vec<u8>>, pattern: &str) {
+    let bytes = trie_of(keys);
+    let trie = Trie::open(bytes.as_bytes()).expect("open");
+    let model = regex::bytes::Regex::new(&format!(r"\A(?:{pattern})\z")).expect("model regex");
+    let want: Vec<(u64, Vec<u8>)> = keys
+        .iter()
+        .enumerate()
+        .filter(|(_, k)| model.is_match(k))
+        .map(|(i, k)| (i as u64, k.clone()))
+        .collect();
+    let re = KeyRegex::new(pattern).expect("compile");
+    let mut got = Vec::new();
+    let stats = trie.regex_search(&re, |id, k| {
+        got.push((id, k.to_vec()));
+        true
+    });
+    assert_eq!(got, want, "pattern {pattern:?}");
+    assert_eq!(stats.matches as usize, want.len());
+}
+
+fn key_strategy() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        // Small alphabet: deep shared prefixes, many prefix-of-another keys.
+        proptest::collection::vec(prop_oneof![Just(b'a'), Just(b'b'), Just(b'c')], 0..12),
+        // Any bytes, including 0x00 and 0xFF.
+        proptest::collection::vec(any::<u8>(), 0..20),
+        // Text-like keys with structure.
+        "[a-d]{1,3}(/[0-9]{1,2}(\\.[0-9])?)?".prop_map(String::into_bytes),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn matches_btreeset(keys in proptest::collection::btree_set(key_strategy(), 0..300),
+                        probes in proptest::collection::vec(key_strategy(), 0..30)) {
+        check_against_model(&keys, &probes);
+    }
+
+    #[test]
+    fn regex_matches_model(keys in proptest::collection::btree_set(key_strategy(), 0..300),
+                           pattern in prop_oneof![
+                               Just("a.*".to_string()), Just("[ab]*c".to_string()), Just("(?s).*".to_string()),
+                               Just("".to_string()), Just("b?a?".to_string()), Just("[a-d]+/1.*".to_string()),
+                               Just(r"(?-u)[\x00-\x10].*\xFF".to_string()), Just("c{2,4}".to_string()),
+                               "[abc]{0,3}".prop_map(|s| format!("{s}.*")),
+                           ]) {
+        check_regex(&keys, &pattern);
+    }
+}
+
+#[test]
+fn empty_trie() {
+    check_against_model(&BTreeSet::new(), &[vec![], vec![0], vec![0xFF]]);
+}
+
+#[test]
+fn only_the_empty_key() {
+    let keys: BTreeSet<Vec<u8>> = [vec![]].into();
+    check_against_model(&keys, &[vec![], vec![0], vec![0xFF]]);
+    check_regex(&keys, "");
+    check_regex(&keys, "a*");
+}
+
+#[test]
+fn extreme_bytes_and_prefix_chains() {
+    let keys: BTreeSet<Vec<u8>> = [
+        vec![],
+        vec![0],
+        vec![0, 0],
+        vec![0, 0, 0],
+        vec![0xFF],
+        vec![0xFF, 0xFF],
+        vec![0xFF, 0x00, 0xFF],
+        vec![0x7F; 9],
+    ]
+    .into();
+    check_against_model(&keys, &[vec![0, 1], vec![0xFF, 0xFF, 0xFF], vec![0x80]]);
+}
+
+#[test]
+fn very_long_keys() {
+    let big: Vec<u8> = (0..70_000u32).map(|i| (i * 31 % 251) as u8).collect();
+    let mut other = big.clone();
+    other[65_000] ^= 1;
+    let mut shorter = big.clone();
+    shorter.truncate(66_000);
+    let keys: BTreeSet<Vec<u8>> = [big.clone(), other, shorter, vec![1, 2, 3]].into();
+    check_against_model(&keys, &[big[..40_000].to_vec()]);
+}
+
+#[test]
+fn single_chain_deep_trie() {
+    // Every key a prefix of the next: a trie as deep as the longest key.
+    let keys: BTreeSet<Vec<u8>> = (0..2000).map(|n| vec![b'x'; n]).collect();
+    check_against_model(&keys, &[vec![b'x'; 5000], vec![b'y']]);
+}
+
+#[test]
+fn many_keys_cross_directory_boundaries() {
+    let keys: BTreeSet<Vec<u8>> = (0..20_000u32)
+        .map(|i| format!("key/{:05}/{}", i * 7919 % 20_000, i % 3).into_bytes())
+        .collect();
+    check_against_model(
+        &keys,
+        &[b"key/1".to_vec(), b"key/19999/3".to_vec(), b"kez".to_vec()],
+    );
+}
+
+#[test]
+fn unsorted_input_is_rejected() {
+    assert_eq!(
+        build([b"b".as_slice(), b"a"]).unwrap_err(),
+        Error::UnsortedInput {
+            index: 1,
+            problem: "less than"
+        }
+    );
+    assert_eq!(
+        build([b"a".as_slice(), b"a"]).unwrap_err(),
+        Error::UnsortedInput {
+            index: 1,
+            problem: "equal to"
+        }
+    );
+}
+
+#[test]
+fn regex_prunes_instead_of_scanning() {
+    let keys: BTreeSet<Vec<u8>> = (0..10_000u32)
+        .map(|i| format!("{:04}/item{}", i, i % 10).into_bytes())
+        .collect();
+    let bytes = trie_of(&keys);
+    let trie = Trie::open(bytes.as_bytes()).unwrap();
+    let re = KeyRegex::new("12[0-9]3/item[0-9]").unwrap();
+    let mut hits = Vec::new();
+    let stats = trie.regex_search(&re, |_, k| {
+        hits.push(String::from_utf8(k.to_vec()).unwrap());
+        true
+    });
+    assert_eq!(
+        hits,
+        (0..10).map(|d| format!("12{d}3/item3")).collect::<Vec<_>>()
+    );
+    let total = trie.num_edges() as u64;
+    assert!(
+        stats.visited_edges * 50 < total,
+        "visited {} of {total} edges",
+        stats.visited_edges
+    );
+    // Early stop.
+    let re = KeyRegex::new(".*").unwrap();
+    let mut seen = 0;
+    trie.regex_search(&re, |_, _| {
+        seen += 1;
+        seen < 5
+    });
+    assert_eq!(seen, 5);
+}
+
+#[test]
+fn bad_regex_is_an_error() {
+    assert!(matches!(KeyRegex::new("(unclosed"), Err(Error::Regex(_))));
+}
+
+fn sample_bytes() -> AlignedBytes {
+    let keys: BTreeSet<Vec<u8>> = (0..3000u32)
+        .map(|i| format!("pkg-{}/{}.{}-{}", i % 311, i % 17, i % 5, i).into_bytes())
+        .collect();
+    trie_of(&keys)
+}
+
+#[test]
+fn every_single_byte_flip_is_detected() {
+    let good = sample_bytes();
+    let mut bytes = good.as_bytes().to_vec();
+    for i in (0..bytes.len()).step_by(7) {
+        bytes[i] ^= 0x10;
+        let Err(err) = Trie::open(AlignedBytes::copy_from(&bytes).as_bytes()) else {
+            panic!("flip of byte {i} not caught");
+        };
+        assert!(
+            matches!(
+                err,
+                Error::BadMagic
+                    | Error::ChecksumMismatch { .. }
+                    | Error::UnsupportedVersion { .. }
+                    | Error::Truncated { .. }
+            ),
+            "byte {i}: {err}"
+        );
+        bytes[i] ^= 0x10;
+    }
+}
+
+#[test]
+fn truncation_is_detected() {
+    let good = sample_bytes();
+    for len in [
+        0,
+        7,
+        8,
+        63,
+        64,
+        65,
+        good.len() / 2,
+        good.len() - 8,
+        good.len() - 1,
+    ] {
+        assert!(
+            Trie::open(AlignedBytes::copy_from(&good.as_bytes()[..len]).as_bytes()).is_err(),
+            "len {len}"
+        );
+    }
+}
+
+#[test]
+fn misaligned_input_is_an_error() {
+    let good = sample_bytes();
+    let mut v = vec![0u8; good.len() + 1];
+    v[1..].copy_from_slice(good.as_bytes());
+    let slice = if v.as_ptr().align_offset(8) == 0 {
+        &v[1..]
+    } else {
+        &v[v.as_ptr().align_offset(8) + 1..]
+    };
+    if slice.len() >= 64 {
+        assert_eq!(Trie::open(slice).unwrap_err(), Error::Misaligned);
+    }
+}
+
+/// Rewrites the checksums of `bytes` so structural validation is what is tested.
+fn fix_checksums(bytes: &mut [u8]) {
+    let body_crc = crc32c::crc32c(&bytes[64..]);
+    bytes[40..44].copy_from_slice(&body_crc.to_le_bytes());
+    let hcrc = crc32c::crc32c(&bytes[..60]);
+    bytes[60..64].copy_from_slice(&hcrc.to_le_bytes());
+}
+
+#[test]
+fn corrupt_structure_with_valid_checksums_never_panics() {
+    let good = sample_bytes();
+    let mut rng_state = 0x1234_5678_9abc_def0u64;
+    let mut next = || {
+        rng_state ^= rng_state << 13;
+        rng_state ^= rng_state >> 7;
+        rng_state ^= rng_state << 17;
+        rng_state
+    };
+    let mut opened = 0;
+    for _ in 0..3000 {
+        let mut bytes = good.as_bytes().to_vec();
+        for _ in 0..1 + next() % 3 {
+            let i = 16 + (next() as usize) % (bytes.len() - 16);
+            bytes[i] ^= 1 << (next() % 8);
+        }
+        fix_checksums(&mut bytes);
+        let aligned = AlignedBytes::copy_from(&bytes);
+        if let Ok(trie) = Trie::open(aligned.as_bytes()) {
+            opened += 1;
+            crate::fuzz::exercise(&trie, &bytes[64..200]);
+        }
+    }
+    // Some flips (label pool bytes, first-label bytes) leave a structurally
+    // valid trie; most must be caught by validation.
+    assert!(opened < 3000);
+}
+
+#[test]
+fn fuzz_entry_point_smoke() {
+    let good = sample_bytes();
+    crate::fuzz::open_and_query(good.as_bytes());
+    crate::fuzz::open_and_query(&[]);
+    crate::fuzz::open_and_query(b"PITHTRIE");
+    let mut state = 7u64;
+    for len in 0..200 {
+        let data: Vec<u8> = (0..len)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (state >> 33) as u8
+            })
+            .collect();
+        crate::fuzz::open_and_query(&data);
+    }
+}
+
+#[test]
+fn trie_is_send_and_sync() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Trie<'static>>();
+}

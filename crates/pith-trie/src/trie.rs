@@ -1,0 +1,401 @@
+//! The read side: open validated bytes and answer point and range queries.
+//!
+//! # Layout in brief (version 1; `docs/format.md` has every byte)
+//!
+//! A Patricia (path-compressed) trie in LOUDS-sparse order, as in Fast
+//! Succinct Tries: edges are numbered breadth-first, siblings contiguous and
+//! in byte order. Per edge `e` the trie keeps
+//!
+//! * `first[e]`: the first byte of the edge label (one byte per edge);
+//! * `louds[e]`: set if `e` is the first child edge of its parent;
+//! * `has_child[e]`: set if the edge leads to an internal node;
+//! * `term[e]`: set if a key ends at the node the edge leads to;
+//! * `has_tail[e]`: set if the label is longer than one byte; the rest of the
+//!   label is entry `rank1(has_tail, e)` of the label store.
+//!
+//! Internal node `k` (the root is 0, the node below edge `e` is
+//! `rank1(has_child, e) + 1`) owns edges `select1(louds, k) ..` up to the next
+//! set `louds` bit. Its parent edge is `select1(has_child, k - 1)`.
+//!
+//! Terminals in breadth-first order are not in key order, so a permutation
+//! maps breadth-first terminal rank to key id ([`crate::perm`]); ids are
+//! therefore exactly ranks in sorted order and id ranges are key ranges.
+//!
+//! # Invariants checked by [`Trie::open`]
+//!
+//! Checksums; every section in bounds; bit vectors agree in length; counts
+//! agree (`louds` ones = internal nodes, `term` ones + empty key = keys);
+//! every leaf is terminal; every node's children come after its parent edge
+//! (so every descent terminates); sibling bytes strictly increase; label
+//! offsets are monotone and inside the pool; the permutation is one.
+//! Queries rely on these and do no further checks.
+//!
+//! # Thread safety
+//!
+//! A [`Trie`] is an immutable view: `Send + Sync`, `Copy`, free to share.
+
+use crate::bitvec::BitVec;
+use crate::error::{Error, Result};
+use crate::format::{read_header, FLAG_ROOT_TERMINAL, HEADER_BYTES};
+use crate::labels::Labels;
+use crate::perm::Perm;
+use crate::symbols::LabelCmp;
+use crate::words::{corrupt, WordReader};
+
+/// A static succinct trie over borrowed bytes (zero-copy).
+#[derive(Clone, Copy, Debug)]
+pub struct Trie<'a> {
+    pub(crate) num_keys: usize,
+    pub(crate) root_terminal: bool,
+    pub(crate) first: &'a [u8],
+    pub(crate) louds: BitVec<'a>,
+    pub(crate) has_child: BitVec<'a>,
+    pub(crate) term: BitVec<'a>,
+    pub(crate) has_tail: BitVec<'a>,
+    pub(crate) labels: Labels<'a>,
+    pub(crate) perm: Perm<'a>,
+    pub(crate) size: usize,
+}
+
+/// Sizes of a trie's parts in bytes, for reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SizeReport {
+    /// Whole serialized trie.
+    pub total: usize,
+    /// First label bytes, one per edge.
+    pub first_bytes: usize,
+    /// The four per-edge bit vectors with their rank/select directories.
+    pub bit_vectors: usize,
+    /// Label store: symbol table, offsets and encoded pool.
+    pub labels: usize,
+    /// Encoded label pool alone.
+    pub label_pool: usize,
+    /// Terminal-to-id permutation with its shortcuts.
+    pub permutation: usize,
+    /// Number of edges (nodes other than the root).
+    pub edges: usize,
+    /// Whether labels use the symbol table (`true`) or are raw.
+    pub compressed_labels: bool,
+}
+
+impl<'a> Trie<'a> {
+    /// Opens a serialized trie without copying, validating it fully.
+    ///
+    /// `bytes` must be 8-byte aligned (mmap and [`crate::AlignedBytes`] are).
+    /// Validation reads every byte once (checksums, directories, the
+    /// permutation), so opening costs time linear in the size; queries are
+    /// then free of checks.
+    pub fn open(bytes: &'a [u8]) -> Result<Self> {
+        if bytes.as_ptr().align_offset(8) != 0 {
+            return Err(Error::Misaligned);
+        }
+        let (h, body) = read_header(bytes)?;
+        let words: &[u64] = bytemuck::try_cast_slice(body).map_err(|_| Error::Misaligned)?;
+        let mut r = WordReader::new(words, HEADER_BYTES);
+        let limit = body.len() as u64 * 8;
+        let bad = |detail: &str| corrupt(HEADER_BYTES, detail.to_string());
+        if h.num_keys > limit + 1 || h.num_edges > limit {
+            return Err(bad("key or edge count larger than the body can hold"));
+        }
+        let num_keys = h.num_keys as usize;
+        let num_edges = h.num_edges as usize;
+        let root_terminal = h.flags & FLAG_ROOT_TERMINAL != 0;
+        if h.flags & !FLAG_ROOT_TERMINAL != 0 {
+            return Err(bad("unknown header flags"));
+        }
+        let first = r.bytes("first label bytes")?;
+        let louds = BitVec::read(&mut r, "louds bits")?;
+        let has_child = BitVec::read(&mut r, "has-child bits")?;
+        let term = BitVec::read(&mut r, "terminal bits")?;
+        let has_tail = BitVec::read(&mut r, "has-tail bits")?;
+        let labels = Labels::read(&mut r, has_tail.ones())?;
+        let perm = Perm::read(&mut r, num_keys)?;
+        if !r.is_empty() {
+            return Err(corrupt(r.offset(), "trailing bytes after the last section"));
+        }
+        let trie = Trie {
+            num_keys,
+            root_terminal,
+            first,
+            louds,
+            has_child,
+            term,
+            has_tail,
+            labels,
+            perm,
+            size: bytes.len(),
+        };
+        trie.validate(num_edges)?;
+        Ok(trie)
+    }
+
+    fn validate(&self, num_edges: usize) -> Result<()> {
+        let bad = |detail: &str| Err(corrupt(HEADER_BYTES, detail.to_string()));
+        let e = num_edges;
+        if self.first.len() != e
+            || self.louds.len() != e
+            || self.has_child.len() != e
+            || self.term.len() != e
+            || self.has_tail.len() != e
+        {
+            return bad("per-edge arrays disagree with the edge count");
+        }
+        if self.term.ones() + usize::from(self.root_terminal) != self.num_keys {
+            return bad("terminal count disagrees with the key count");
+        }
+        if e == 0 {
+            return if self.louds.ones() == 0 && self.has_child.ones() == 0 {
+                Ok(())
+            } else {
+                bad("edge bits on an empty trie")
+            };
+        }
+        if self.louds.ones() != self.has_child.ones() + 1 || !self.louds.get(0) {
+            return bad("node count disagrees between louds and has-child bits");
+        }
+        for i in 0..e {
+            if !self.has_child.get(i) && !self.term.get(i) {
+                return bad("a leaf is not terminal");
+            }
+            if i > 0 && !self.louds.get(i) && self.first[i] <= self.first[i - 1] {
+                return bad("sibling labels are not strictly increasing");
+            }
+        }
+        for k in 1..self.louds.ones() {
+            if self.louds.select1(k) <= self.has_child.select1(k - 1) {
+                return bad("a node's children precede its parent edge");
+            }
+        }
+        Ok(())
+    }
+
+    /// Number of keys.
+    pub fn len(&self) -> usize {
+        self.num_keys
+    }
+
+    /// True when the trie holds no key.
+    pub fn is_empty(&self) -> bool {
+        self.num_keys == 0
+    }
+
+    /// Number of edges (nodes other than the root).
+    pub fn num_edges(&self) -> usize {
+        self.first.len()
+    }
+
+    /// Sizes of the parts.
+    pub fn size_report(&self) -> SizeReport {
+        SizeReport {
+            total: self.size,
+            first_bytes: 8 + self.first.len().div_ceil(8) * 8,
+            bit_vectors: self.louds.size_bytes()
+                + self.has_child.size_bytes()
+                + self.term.size_bytes()
+                + self.has_tail.size_bytes(),
+            labels: self.labels.size_bytes(),
+            label_pool: self.labels.pool_bytes(),
+            permutation: self.perm.size_bytes(),
+            edges: self.first.len(),
+            compressed_labels: self.labels.symbols().mode() == crate::symbols::Mode::Symbols,
+        }
+    }
+
+    /// Child edges of internal node `k`: `start..end`.
+    #[inline]
+    pub(crate) fn children(&self, k: usize) -> (usize, usize) {
+        let s = self.louds.select1(k);
+        (s, self.louds.next_one(s + 1))
+    }
+
+    /// Internal node below edge `e` (which must have a child).
+    #[inline]
+    pub(crate) fn child_node(&self, e: usize) -> usize {
+        self.has_child.rank1(e) + 1
+    }
+
+    /// Key id of the terminal node below edge `e`.
+    #[inline]
+    pub(crate) fn edge_id(&self, e: usize) -> u64 {
+        self.perm
+            .get(usize::from(self.root_terminal) + self.term.rank1(e)) as u64
+    }
+
+    /// Compares the label of `e` after its first byte with `query`.
+    #[inline]
+    pub(crate) fn cmp_tail(&self, e: usize, query: &[u8]) -> LabelCmp {
+        if self.has_tail.get(e) {
+            self.labels.compare(self.has_tail.rank1(e), query)
+        } else {
+            LabelCmp::Prefix(0)
+        }
+    }
+
+    /// Appends the label of edge `e` (all of it) to `out`.
+    #[inline]
+    pub(crate) fn push_label(&self, e: usize, out: &mut Vec<u8>) {
+        out.push(self.first[e]);
+        if self.has_tail.get(e) {
+            self.labels.decode(self.has_tail.rank1(e), out);
+        }
+    }
+
+    /// The id of `key`, its rank among all keys, if present.
+    pub fn lookup(&self, key: &[u8]) -> Option<u64> {
+        if key.is_empty() {
+            return self.root_terminal.then(|| self.perm.get(0) as u64);
+        }
+        if self.first.is_empty() {
+            return None;
+        }
+        let mut k = 0;
+        let mut pos = 0;
+        loop {
+            let (s, t) = self.children(k);
+            let e = s + self.first[s..t].binary_search(&key[pos]).ok()?;
+            pos += 1;
+            match self.cmp_tail(e, &key[pos..]) {
+                LabelCmp::Prefix(n) => pos += n,
+                _ => return None,
+            }
+            if pos == key.len() {
+                return self.term.get(e).then(|| self.edge_id(e));
+            }
+            if !self.has_child.get(e) {
+                return None;
+            }
+            k = self.child_node(e);
+        }
+    }
+
+    /// True if `key` is present.
+    pub fn contains(&self, key: &[u8]) -> bool {
+        self.lookup(key).is_some()
+    }
+
+    /// Appends key `id` to `out`; returns false (and leaves `out` alone) if
+    /// `id >= len()`.
+    pub fn key_into(&self, id: u64, out: &mut Vec<u8>) -> bool {
+        if id >= self.num_keys as u64 {
+            return false;
+        }
+        let mut t = self.perm.inverse(id as usize);
+        if self.root_terminal {
+            if t == 0 {
+                return true;
+            }
+            t -= 1;
+        }
+        // Walk up collecting labels reversed, then reverse the whole key.
+        let start = out.len();
+        let mut e = self.term.select1(t);
+        loop {
+            let at = out.len();
+            self.push_label(e, out);
+            out[at..].reverse();
+            let k = self.louds.rank1(e + 1) - 1;
+            if k == 0 {
+                break;
+            }
+            e = self.has_child.select1(k - 1);
+        }
+        out[start..].reverse();
+        true
+    }
+
+    /// Key `id`, or `None` if `id >= len()`.
+    pub fn key(&self, id: u64) -> Option<Vec<u8>> {
+        let mut out = Vec::new();
+        self.key_into(id, &mut out).then_some(out)
+    }
+
+    /// Smallest id below edge `e` (the node itself if terminal).
+    fn min_id_below(&self, mut e: usize) -> u64 {
+        while !self.term.get(e) {
+            e = self.children(self.child_node(e)).0;
+        }
+        self.edge_id(e)
+    }
+
+    /// Largest id below edge `e`.
+    fn max_id_below(&self, mut e: usize) -> u64 {
+        while self.has_child.get(e) {
+            e = self.children(self.child_node(e)).1 - 1;
+        }
+        self.edge_id(e)
+    }
+
+    /// Id of the first key `>= key` (`len()` if none): a seek.
+    pub fn lower_bound(&self, key: &[u8]) -> u64 {
+        if key.is_empty() || self.num_keys == 0 {
+            return 0;
+        }
+        if self.first.is_empty() {
+            return self.num_keys as u64; // only the empty key, which is < key
+        }
+        let mut k = 0;
+        let mut pos = 0;
+        loop {
+            let (s, t) = self.children(k);
+            let e = s + self.first[s..t].partition_point(|&b| b < key[pos]);
+            if e == t {
+                return self.max_id_below(t - 1) + 1;
+            }
+            if self.first[e] > key[pos] {
+                return self.min_id_below(e);
+            }
+            pos += 1;
+            match self.cmp_tail(e, &key[pos..]) {
+                LabelCmp::Less => return self.max_id_below(e) + 1,
+                LabelCmp::Greater => return self.min_id_below(e),
+                LabelCmp::Prefix(n) => pos += n,
+            }
+            if pos == key.len() {
+                return self.min_id_below(e);
+            }
+            if !self.has_child.get(e) {
+                return self.edge_id(e) + 1; // this key is a proper prefix of `key`
+            }
+            k = self.child_node(e);
+        }
+    }
+
+    /// Ids of the keys that start with `prefix`, as a half-open range.
+    pub fn prefix_range(&self, prefix: &[u8]) -> std::ops::Range<u64> {
+        let start = self.lower_bound(prefix);
+        let end = match prefix_successor(prefix) {
+            Some(next) => self.lower_bound(&next),
+            None => self.num_keys as u64,
+        };
+        start..end
+    }
+
+    /// Ids of the keys in a key range, as a half-open id range.
+    pub fn range<R: std::ops::RangeBounds<[u8]>>(&self, range: R) -> std::ops::Range<u64> {
+        use std::ops::Bound;
+        let start = match range.start_bound() {
+            Bound::Unbounded => 0,
+            Bound::Included(k) => self.lower_bound(k),
+            Bound::Excluded(k) => self.lower_bound(k) + u64::from(self.contains(k)),
+        };
+        let end = match range.end_bound() {
+            Bound::Unbounded => self.num_keys as u64,
+            Bound::Included(k) => self.lower_bound(k) + u64::from(self.contains(k)),
+            Bound::Excluded(k) => self.lower_bound(k),
+        };
+        start..end.max(start)
+    }
+}
+
+/// The smallest byte string greater than every string starting with `prefix`,
+/// or `None` if there is none (`prefix` is all `0xFF`).
+pub(crate) fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut next = prefix.to_vec();
+    while let Some(last) = next.pop() {
+        if last < 0xFF {
+            next.push(last + 1);
+            return Some(next);
+        }
+    }
+    None
+}
