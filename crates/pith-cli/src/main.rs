@@ -17,7 +17,11 @@ use clap::{Parser, Subcommand};
 static ALLOC: alloc::CountingAlloc = alloc::CountingAlloc;
 
 #[derive(Parser)]
-#[command(name = "pith", version, about = "PithDB: a read-optimized storage engine built on searchable compression")]
+#[command(
+    name = "pith",
+    version,
+    about = "PithDB: a read-optimized storage engine built on searchable compression"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -41,7 +45,9 @@ enum BenchCommand {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Bench { which: BenchCommand::Trie(args) } => bench::trie::run(&args),
+        Command::Bench {
+            which: BenchCommand::Trie(args),
+        } => bench::trie::run(&args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

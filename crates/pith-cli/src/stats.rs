@@ -16,7 +16,11 @@ impl Summary {
     pub fn of(samples: &mut [f64]) -> Summary {
         samples.sort_by(f64::total_cmp);
         let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
-        Summary { median: at(0.5), p25: at(0.25), p75: at(0.75) }
+        Summary {
+            median: at(0.5),
+            p25: at(0.25),
+            p75: at(0.75),
+        }
     }
 
     /// Interquartile spread as a percentage of the median.

@@ -3,7 +3,7 @@
 //! Layout (all `u64` words, little-endian):
 //!
 //! ```text
-//! nbits | ones | bits[nbits/64 + 1] | rank[2 * nblocks] | samples[ceil(ones/512)]
+//! nbits | ones | bits[nbits/64 + 1] | rank[2 * nblocks] | samples (packed ints)
 //! ```
 //!
 //! * `bits` holds bit `i` at word `i / 64`, bit `i % 64`, plus one zero word of
@@ -12,8 +12,12 @@
 //! * `rank` is Vigna's rank9: per 512-bit block, word `2b` is the number of
 //!   ones before the block and word `2b + 1` packs seven 9-bit counts, the ones
 //!   in words `1..=7` of the block before that word.
-//! * `samples[s]` is the block holding the `(512 s)`-th one; select searches
-//!   from there.
+//! * `samples[s]` is the position of the `(64 s)`-th one, packed in
+//!   `bits_for(nbits)` bits. Select jumps there and counts ones word by word;
+//!   where 64 ones are spread over more than [`SCAN_WORDS`] words it binary
+//!   searches the rank blocks instead, so sparse vectors stay fast too. Dense
+//!   samples cost about half a bit per one and made select, the hottest
+//!   operation of a lookup, about twice as fast as rank9 block samples.
 //!
 //! We write this ourselves rather than use `sucds` or `vers-vecs` because the
 //! trie must open zero-copy from an mmapped, checksummed file, and neither
@@ -22,9 +26,12 @@
 //! every query on an opened vector stays in bounds.
 
 use crate::error::Result;
+use crate::packed::{bits_for, write_packed, Packed};
 use crate::words::{corrupt, WordReader};
 
-const SAMPLE_ONES: usize = 512;
+const SAMPLE_ONES: usize = 64;
+/// Longest word scan select does before falling back to the rank blocks.
+const SCAN_WORDS: usize = 8;
 
 /// Builds a bit vector by appending bits.
 #[derive(Default, Clone, Debug)]
@@ -64,7 +71,7 @@ impl BitVecBuilder {
         out.push(ones as u64);
         out.extend_from_slice(&bits);
         out.extend_from_slice(&rank);
-        out.extend_from_slice(&samples);
+        write_packed(out, &samples, bits_for(self.len as u64));
     }
 }
 
@@ -82,11 +89,12 @@ fn directories(bits: &[u64]) -> (Vec<u64>, Vec<u64>, usize) {
                 rel |= in_block << (9 * (k - 1));
             }
             let c = w.count_ones() as u64;
-            // A sample for every multiple of SAMPLE_ONES that falls in this word.
+            // The position of every multiple of SAMPLE_ONES that falls in this word.
             let before = ones + in_block as usize;
             let mut next = before.div_ceil(SAMPLE_ONES) * SAMPLE_ONES;
             while next < before + c as usize {
-                samples.push(b as u64);
+                let pos = select_in_word(*w, (next - before) as u32) as u64;
+                samples.push(((b * 8 + k) * 64) as u64 + pos);
                 next += SAMPLE_ONES;
             }
             in_block += c;
@@ -110,7 +118,7 @@ pub(crate) struct BitVec<'a> {
     ones: usize,
     bits: &'a [u64],
     rank: &'a [u64],
-    samples: &'a [u64],
+    samples: Packed<'a>,
 }
 
 impl<'a> BitVec<'a> {
@@ -123,14 +131,20 @@ impl<'a> BitVec<'a> {
         let bits = r.take(nwords, what)?;
         let nblocks = nwords.div_ceil(8);
         let rank = r.take(nblocks * 2, what)?;
-        let samples = r.take(ones.div_ceil(SAMPLE_ONES), what)?;
+        let samples = Packed::read(r, what)?;
         // Bits past `len` must be zero so counts are exact.
         let tail_mask = !((1u64 << (len % 64)) - 1);
         if bits[len / 64] & tail_mask != 0 {
             return Err(corrupt(start, format!("{what}: bits set past the end")));
         }
         let (want_rank, want_samples, want_ones) = directories(bits);
-        if want_ones != ones || want_rank != rank || want_samples != samples {
+        let samples_match = samples.len() == want_samples.len()
+            && samples.width() == bits_for(len as u64)
+            && want_samples
+                .iter()
+                .enumerate()
+                .all(|(i, &p)| samples.get(i) == p);
+        if want_ones != ones || want_rank != rank || !samples_match {
             return Err(corrupt(
                 start,
                 format!("{what}: rank/select directory does not match the bits"),
@@ -155,17 +169,17 @@ impl<'a> BitVec<'a> {
 
     /// Number of words of storage, for size reports.
     pub(crate) fn size_bytes(&self) -> usize {
-        (2 + self.bits.len() + self.rank.len() + self.samples.len()) * 8
+        (2 + self.bits.len() + self.rank.len()) * 8 + self.samples.size_bytes()
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn get(&self, i: usize) -> bool {
         debug_assert!(i < self.len);
         (self.bits[i / 64] >> (i % 64)) & 1 == 1
     }
 
     /// Number of ones in positions `0..i`, for `i <= len`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn rank1(&self, i: usize) -> usize {
         debug_assert!(i <= self.len);
         let w = i / 64;
@@ -182,27 +196,37 @@ impl<'a> BitVec<'a> {
     }
 
     /// Position of the `r`-th one (zero-based), for `r < ones`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn select1(&self, r: usize) -> usize {
         debug_assert!(r < self.ones);
-        let nblocks = self.rank.len() / 2;
         let s = r / SAMPLE_ONES;
-        let mut lo = self.samples[s] as usize;
-        let mut hi = match self.samples.get(s + 1) {
-            Some(&b) => b as usize + 1,
-            None => nblocks,
-        };
-        // Last block whose count-before is <= r, within [lo, hi).
-        while hi - lo > 8 {
-            let mid = (lo + hi) / 2;
+        let p = self.samples.get(s) as usize;
+        let mut rem = (r % SAMPLE_ONES) as u32;
+        let mut w = p / 64;
+        let mut word = self.bits[w] & (u64::MAX << (p % 64));
+        for _ in 0..SCAN_WORDS {
+            let c = word.count_ones();
+            if rem < c {
+                return w * 64 + select_in_word(word, rem) as usize;
+            }
+            rem -= c;
+            w += 1;
+            word = self.bits[w];
+        }
+        self.select_by_blocks(r, p / 512)
+    }
+
+    /// Select through the rank blocks, starting at block `lo`.
+    #[cold]
+    fn select_by_blocks(&self, r: usize, mut lo: usize) -> usize {
+        let mut hi = self.rank.len() / 2;
+        while hi - lo > 1 {
+            let mid = lo + (hi - lo) / 2;
             if self.rank[2 * mid] as usize <= r {
                 lo = mid;
             } else {
                 hi = mid;
             }
-        }
-        while lo + 1 < hi && self.rank[2 * (lo + 1)] as usize <= r {
-            lo += 1;
         }
         let mut rem = r - self.rank[2 * lo] as usize;
         let rel = self.rank[2 * lo + 1];
@@ -218,7 +242,7 @@ impl<'a> BitVec<'a> {
     }
 
     /// Position of the first one at or after `i`, or `len` if none.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn next_one(&self, i: usize) -> usize {
         if i >= self.len {
             return self.len;
@@ -248,7 +272,7 @@ impl<'a> BitVec<'a> {
 }
 
 /// Position of the `r`-th set bit of `w` (zero-based); `r < w.count_ones()`.
-#[inline]
+#[inline(always)]
 pub(crate) fn select_in_word(mut w: u64, mut r: u32) -> u32 {
     let mut shift = 0;
     for half in [32u32, 16, 8] {

@@ -84,14 +84,14 @@ impl<'a> EliasFano<'a> {
     }
 
     /// Value `i`, for `i < len`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn get(&self, i: usize) -> u64 {
         let hi = (self.high.select1(i) - i) as u64;
         (hi << self.l) | self.low.get(i)
     }
 
     /// Values `i` and `i + 1`, for `i + 1 < len`, with one select.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn get_pair(&self, i: usize) -> (u64, u64) {
         let p = self.high.select1(i);
         let q = self.high.next_one(p + 1);

@@ -83,20 +83,20 @@ impl<'a> Labels<'a> {
         self.pool.len()
     }
 
-    #[inline]
+    #[inline(always)]
     fn code(&self, i: usize) -> &'a [u8] {
         let (a, b) = self.offsets.get_pair(i);
         self.pool.get(a as usize..b as usize).unwrap_or(&[])
     }
 
     /// Appends label `i` to `out`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn decode(&self, i: usize, out: &mut Vec<u8>) {
         self.symbols.decode(self.code(i), out);
     }
 
     /// Compares label `i` with the start of `query`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn compare(&self, i: usize, query: &[u8]) -> LabelCmp {
         self.symbols.compare(self.code(i), query)
     }

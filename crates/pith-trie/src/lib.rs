@@ -72,6 +72,7 @@ compile_error!(
 
 mod bitvec;
 mod builder;
+mod cpu;
 mod cursor;
 mod elias_fano;
 mod error;

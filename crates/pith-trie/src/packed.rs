@@ -79,7 +79,7 @@ impl<'a> Packed<'a> {
     }
 
     /// Value `i`, for `i < len`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn get(&self, i: usize) -> u64 {
         debug_assert!(i < self.len);
         if self.width == 0 {

@@ -108,18 +108,19 @@ impl<'a> Perm<'a> {
     }
 
     /// `pi(t)`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn get(&self, t: usize) -> usize {
         self.pi.get(t) as usize
     }
 
     /// `pi^-1(i)`; `i < n`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn inverse(&self, i: usize) -> usize {
         // `read` proved try_inverse succeeds for every i.
         self.try_inverse(i).unwrap_or(0)
     }
 
+    #[inline(always)]
     fn try_inverse(&self, i: usize) -> Option<usize> {
         let mut j = i;
         let mut jumped = false;

@@ -39,7 +39,7 @@ pub(crate) enum Mode {
 }
 
 /// Loads up to 8 bytes little-endian, zero-filled.
-#[inline]
+#[inline(always)]
 fn load(bytes: &[u8]) -> u64 {
     if bytes.len() >= 8 {
         u64::from_le_bytes([
@@ -259,7 +259,7 @@ impl<'a> Symbols<'a> {
     }
 
     /// Appends the decoded label to `out`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn decode(&self, code: &[u8], out: &mut Vec<u8>) {
         if self.mode == Mode::Raw {
             out.extend_from_slice(code);
@@ -282,7 +282,7 @@ impl<'a> Symbols<'a> {
     }
 
     /// Compares the label encoded in `code` with the start of `query`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn compare(&self, code: &[u8], query: &[u8]) -> LabelCmp {
         if self.mode == Mode::Raw {
             return compare_raw(code, query);
@@ -322,7 +322,7 @@ impl<'a> Symbols<'a> {
 }
 
 /// [`Symbols::compare`] for labels stored raw.
-#[inline]
+#[inline(always)]
 pub(crate) fn compare_raw(label: &[u8], query: &[u8]) -> LabelCmp {
     let n = label.len().min(query.len());
     match label[..n].iter().zip(&query[..n]).position(|(a, b)| a != b) {

@@ -35,6 +35,7 @@
 //! A [`Trie`] is an immutable view: `Send + Sync`, `Copy`, free to share.
 
 use crate::bitvec::BitVec;
+use crate::cpu::multiversion;
 use crate::error::{Error, Result};
 use crate::format::{read_header, FLAG_ROOT_TERMINAL, HEADER_BYTES};
 use crate::labels::Labels;
@@ -202,27 +203,27 @@ impl<'a> Trie<'a> {
     }
 
     /// Child edges of internal node `k`: `start..end`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn children(&self, k: usize) -> (usize, usize) {
         let s = self.louds.select1(k);
         (s, self.louds.next_one(s + 1))
     }
 
     /// Internal node below edge `e` (which must have a child).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn child_node(&self, e: usize) -> usize {
         self.has_child.rank1(e) + 1
     }
 
     /// Key id of the terminal node below edge `e`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn edge_id(&self, e: usize) -> u64 {
         self.perm
             .get(usize::from(self.root_terminal) + self.term.rank1(e)) as u64
     }
 
     /// Compares the label of `e` after its first byte with `query`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn cmp_tail(&self, e: usize, query: &[u8]) -> LabelCmp {
         if self.has_tail.get(e) {
             self.labels.compare(self.has_tail.rank1(e), query)
@@ -232,7 +233,7 @@ impl<'a> Trie<'a> {
     }
 
     /// Appends the label of edge `e` (all of it) to `out`.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn push_label(&self, e: usize, out: &mut Vec<u8>) {
         out.push(self.first[e]);
         if self.has_tail.get(e) {
@@ -240,8 +241,13 @@ impl<'a> Trie<'a> {
         }
     }
 
-    /// The id of `key`, its rank among all keys, if present.
-    pub fn lookup(&self, key: &[u8]) -> Option<u64> {
+    multiversion! {
+        /// The id of `key`, its rank among all keys, if present.
+        pub fn lookup(&self, key: &[u8]) -> Option<u64> = lookup_impl / lookup_popcnt;
+    }
+
+    #[inline(always)]
+    fn lookup_impl(&self, key: &[u8]) -> Option<u64> {
         if key.is_empty() {
             return self.root_terminal.then(|| self.perm.get(0) as u64);
         }
@@ -273,9 +279,14 @@ impl<'a> Trie<'a> {
         self.lookup(key).is_some()
     }
 
-    /// Appends key `id` to `out`; returns false (and leaves `out` alone) if
-    /// `id >= len()`.
-    pub fn key_into(&self, id: u64, out: &mut Vec<u8>) -> bool {
+    multiversion! {
+        /// Appends key `id` to `out`; returns false (and leaves `out` alone) if
+        /// `id >= len()`.
+        pub fn key_into(&self, id: u64, out: &mut Vec<u8>) -> bool = key_into_impl / key_into_popcnt;
+    }
+
+    #[inline(always)]
+    fn key_into_impl(&self, id: u64, out: &mut Vec<u8>) -> bool {
         if id >= self.num_keys as u64 {
             return false;
         }
@@ -310,6 +321,7 @@ impl<'a> Trie<'a> {
     }
 
     /// Smallest id below edge `e` (the node itself if terminal).
+    #[inline(always)]
     fn min_id_below(&self, mut e: usize) -> u64 {
         while !self.term.get(e) {
             e = self.children(self.child_node(e)).0;
@@ -318,6 +330,7 @@ impl<'a> Trie<'a> {
     }
 
     /// Largest id below edge `e`.
+    #[inline(always)]
     fn max_id_below(&self, mut e: usize) -> u64 {
         while self.has_child.get(e) {
             e = self.children(self.child_node(e)).1 - 1;
@@ -325,8 +338,13 @@ impl<'a> Trie<'a> {
         self.edge_id(e)
     }
 
-    /// Id of the first key `>= key` (`len()` if none): a seek.
-    pub fn lower_bound(&self, key: &[u8]) -> u64 {
+    multiversion! {
+        /// Id of the first key `>= key` (`len()` if none): a seek.
+        pub fn lower_bound(&self, key: &[u8]) -> u64 = lower_bound_impl / lower_bound_popcnt;
+    }
+
+    #[inline(always)]
+    fn lower_bound_impl(&self, key: &[u8]) -> u64 {
         if key.is_empty() || self.num_keys == 0 {
             return 0;
         }

@@ -77,18 +77,25 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     }
     let n = keys.len();
     let raw_bytes: usize = keys.iter().map(Vec::len).sum();
-    eprintln!("{}: {n} unique keys, {} of key bytes", args.keys.display(), fmt_bytes(raw_bytes));
+    eprintln!(
+        "{}: {n} unique keys, {} of key bytes",
+        args.keys.display(),
+        fmt_bytes(raw_bytes)
+    );
 
     // Build both, several times; keep the last.
-    let (pith_build, (pith, pith_mem)) = seconds(args.builds, || measure_peak(|| pith_trie::build(&keys)));
+    let (pith_build, (pith, pith_mem)) =
+        seconds(args.builds, || measure_peak(|| pith_trie::build(&keys)));
     let pith = pith?;
     let (fst_build, (fst_bytes, fst_mem)) = seconds(args.builds, || {
         measure_peak(|| {
             let mut b = fst::MapBuilder::memory();
             for (i, k) in keys.iter().enumerate() {
-                b.insert(k, i as u64).map_err(|e| CliError::Usage(format!("fst: {e}")))?;
+                b.insert(k, i as u64)
+                    .map_err(|e| CliError::Usage(format!("fst: {e}")))?;
             }
-            b.into_inner().map_err(|e| CliError::Usage(format!("fst: {e}")))
+            b.into_inner()
+                .map_err(|e| CliError::Usage(format!("fst: {e}")))
         })
     });
     let fst_bytes = fst_bytes?;
@@ -118,7 +125,9 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         ids.shuffle(&mut rng);
         pl.extend(ns_per_op(&order, batch, |k| trie.lookup(k).unwrap_or(0)));
         fl.extend(ns_per_op(&order, batch, |k| map.get(k).unwrap_or(0)));
-        pa.extend(ns_per_op(&absent_order, batch, |k| trie.lookup(k).unwrap_or(1)));
+        pa.extend(ns_per_op(&absent_order, batch, |k| {
+            trie.lookup(k).unwrap_or(1)
+        }));
         fa.extend(ns_per_op(&absent_order, batch, |k| map.get(k).unwrap_or(1)));
         pk.extend(ns_per_op(&ids, batch, |&id| {
             buf.clear();
@@ -154,18 +163,34 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     let (pith_re, stats) = seconds(3, || trie.regex_search(&re, |_, _| true));
     let scan_re = regex::bytes::Regex::new(&format!(r"\A(?:{})\z", args.regex))
         .map_err(|e| CliError::Usage(format!("regex: {e}")))?;
-    let (scan_re_s, scan_matches) = seconds(3, || keys.iter().filter(|k| scan_re.is_match(k)).count());
+    let (scan_re_s, scan_matches) =
+        seconds(3, || keys.iter().filter(|k| scan_re.is_match(k)).count());
     if scan_matches as u64 != stats.matches {
-        return Err(CliError::Usage(format!("regex mismatch: trie {} vs scan {scan_matches}", stats.matches)));
+        return Err(CliError::Usage(format!(
+            "regex mismatch: trie {} vs scan {scan_matches}",
+            stats.matches
+        )));
     }
 
     let size = trie.size_report();
     let t0 = Instant::now();
     let _ = t0;
-    println!("pith bench trie: {} ({n} keys, {} raw)", args.keys.display(), fmt_bytes(raw_bytes));
-    println!("{:<28} {:>14} {:>14} {:>9}", "", "pith-trie", "fst::Map", "pith/fst");
+    println!(
+        "pith bench trie: {} ({n} keys, {} raw)",
+        args.keys.display(),
+        fmt_bytes(raw_bytes)
+    );
+    println!(
+        "{:<28} {:>14} {:>14} {:>9}",
+        "", "pith-trie", "fst::Map", "pith/fst"
+    );
     let row = |name: &str, p: f64, f: f64, unit: &str| {
-        println!("{name:<28} {:>11.1} {unit:<2} {:>11.1} {unit:<2} {:>9.2}", p, f, p / f);
+        println!(
+            "{name:<28} {:>11.1} {unit:<2} {:>11.1} {unit:<2} {:>9.2}",
+            p,
+            f,
+            p / f
+        );
     };
     println!(
         "{:<28} {:>14} {:>14} {:>9.2}",
@@ -180,13 +205,36 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         pith.len() as f64 / raw_bytes as f64,
         fst_bytes.len() as f64 / raw_bytes as f64
     );
-    row("build (median)", pith_build.median * 1e3, fst_build.median * 1e3, "ms");
-    row("build peak heap", pith_mem as f64 / 1048576.0, fst_mem as f64 / 1048576.0, "MB");
+    row(
+        "build (median)",
+        pith_build.median * 1e3,
+        fst_build.median * 1e3,
+        "ms",
+    );
+    row(
+        "build peak heap",
+        pith_mem as f64 / 1048576.0,
+        fst_mem as f64 / 1048576.0,
+        "MB",
+    );
     row("lookup present (median)", pl.median, fl.median, "ns");
     row("lookup absent (median)", pa.median, fa.median, "ns");
-    row("full ordered scan / key", pith_iter.median * 1e9 / n as f64, fst_iter.median * 1e9 / n as f64, "ns");
-    println!("{:<28} {:>11.1} ns {:>14}", "id -> key (median)", pk.median, "n/a");
-    println!("{:<28} {:>11.3} ms {:>14}", "open + validate", open_s.median * 1e3, "");
+    row(
+        "full ordered scan / key",
+        pith_iter.median * 1e9 / n as f64,
+        fst_iter.median * 1e9 / n as f64,
+        "ns",
+    );
+    println!(
+        "{:<28} {:>11.1} ns {:>14}",
+        "id -> key (median)", pk.median, "n/a"
+    );
+    println!(
+        "{:<28} {:>11.3} ms {:>14}",
+        "open + validate",
+        open_s.median * 1e3,
+        ""
+    );
     println!(
         "regex {:?}: {} matches; trie walk {:.3} ms visiting {} of {} edges; scan of all keys {:.3} ms",
         args.regex,
@@ -202,7 +250,11 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         fmt_bytes(size.bit_vectors),
         fmt_bytes(size.labels),
         fmt_bytes(size.label_pool),
-        if size.compressed_labels { "symbol table" } else { "raw" },
+        if size.compressed_labels {
+            "symbol table"
+        } else {
+            "raw"
+        },
         fmt_bytes(size.permutation)
     );
     println!(
