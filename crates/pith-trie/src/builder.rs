@@ -14,12 +14,11 @@
 
 use std::collections::VecDeque;
 
-use crate::bitvec::BitVecBuilder;
+use crate::edges::EdgesBuilder;
 use crate::error::{Error, Result};
 use crate::format::{write_header, AlignedBytes, Header, FLAG_ROOT_TERMINAL, HEADER_BYTES};
 use crate::labels::write_labels;
 use crate::perm::write_perm;
-use crate::words::push_bytes;
 
 /// Accepts keys in strictly increasing byte order and builds a trie.
 ///
@@ -28,7 +27,7 @@ use crate::words::push_bytes;
 /// b.push(b"apple").unwrap();
 /// b.push(b"banana").unwrap();
 /// assert!(b.push(b"apple").is_err()); // out of order
-/// let bytes = b.finish();
+/// let bytes = b.finish().unwrap();
 /// let trie = pith_trie::Trie::open(bytes.as_bytes()).unwrap();
 /// assert_eq!(trie.lookup(b"banana"), Some(1));
 /// ```
@@ -82,13 +81,9 @@ impl TrieBuilder {
     }
 
     /// Builds the trie and returns its serialized, checksummed bytes.
-    pub fn finish(self) -> AlignedBytes {
+    pub fn finish(self) -> Result<AlignedBytes> {
         let n = self.ends.len();
-        let mut first = Vec::new();
-        let mut louds = BitVecBuilder::default();
-        let mut has_child = BitVecBuilder::default();
-        let mut term = BitVecBuilder::default();
-        let mut has_tail = BitVecBuilder::default();
+        let mut edges = EdgesBuilder::default();
         let mut tails: Vec<(u32, u32, u32)> = Vec::new();
         let mut pi: Vec<u64> = Vec::with_capacity(n);
         let mut queue: VecDeque<(usize, usize, usize)> = VecDeque::new();
@@ -117,11 +112,7 @@ impl TrieBuilder {
                     )
                 };
                 let terminal = self.key(i).len() == end;
-                first.push(c);
-                louds.push(first_child);
-                has_child.push(child);
-                term.push(terminal);
-                has_tail.push(end - depth > 1);
+                edges.push(c, [first_child, child, terminal, end - depth > 1]);
                 if end - depth > 1 {
                     tails.push((i as u32, (depth + 1) as u32, end as u32));
                 }
@@ -136,11 +127,7 @@ impl TrieBuilder {
             }
         }
         let mut body: Vec<u64> = Vec::new();
-        push_bytes(&mut body, &first);
-        louds.write(&mut body);
-        has_child.write(&mut body);
-        term.write(&mut body);
-        has_tail.write(&mut body);
+        edges.write(&mut body)?;
         let labels = tails
             .iter()
             .map(|&(k, s, e)| &self.key(k as usize)[s as usize..e as usize]);
@@ -150,14 +137,14 @@ impl TrieBuilder {
         let header = Header {
             flags: if root_terminal { FLAG_ROOT_TERMINAL } else { 0 },
             num_keys: n as u64,
-            num_edges: first.len() as u64,
+            num_edges: edges.len() as u64,
         };
         let mut words = vec![0u64; HEADER_BYTES / 8];
         words.extend_from_slice(&body);
         let (head, rest) =
             bytemuck::cast_slice_mut::<u64, u8>(&mut words).split_at_mut(HEADER_BYTES);
         write_header(head, &header, rest);
-        AlignedBytes::from_words(words)
+        Ok(AlignedBytes::from_words(words))
     }
 
     /// End of the run of keys from `from` (all longer than `depth`, in

@@ -9,6 +9,7 @@
 //! A cursor borrows its trie and is not shared between threads; make one
 //! per thread (they are cheap).
 
+use crate::edges::{HAS_CHILD, LOUDS, TERM};
 use crate::trie::Trie;
 
 /// An ordered cursor over a trie's keys.
@@ -18,7 +19,7 @@ use crate::trie::Trie;
 /// for k in ["a", "ab", "b"] {
 ///     b.push(k.as_bytes()).unwrap();
 /// }
-/// let bytes = b.finish();
+/// let bytes = b.finish().unwrap();
 /// let trie = pith_trie::Trie::open(bytes.as_bytes()).unwrap();
 /// let mut c = trie.cursor();
 /// c.seek(b"aa");
@@ -101,14 +102,14 @@ impl<'t, 'a> Cursor<'t, 'a> {
             }
             rank -= 1;
         }
-        let mut e = t.term.select1(rank);
+        let mut e = t.edges.select(TERM, rank);
         loop {
             self.path.push((e, 0));
-            let k = t.louds.rank1(e + 1) - 1;
+            let k = t.edges.rank(LOUDS, e + 1) - 1;
             if k == 0 {
                 break;
             }
-            e = t.has_child.select1(k - 1);
+            e = t.edges.select(HAS_CHILD, k - 1);
         }
         self.path.reverse();
         for entry in &mut self.path {
@@ -127,7 +128,7 @@ impl<'t, 'a> Cursor<'t, 'a> {
     /// Descends from the top edge to the first terminal at or below it.
     fn descend_to_min(&mut self) {
         while let Some(&(e, _)) = self.path.last() {
-            if self.trie.term.get(e) {
+            if self.trie.edges.bit(TERM, e) {
                 return;
             }
             let s = self.trie.children(self.trie.child_node(e)).0;
@@ -138,7 +139,7 @@ impl<'t, 'a> Cursor<'t, 'a> {
     /// Descends from the top edge to the last key below it.
     fn descend_to_max(&mut self) {
         while let Some(&(e, _)) = self.path.last() {
-            if !self.trie.has_child.get(e) {
+            if !self.trie.edges.bit(HAS_CHILD, e) {
                 return;
             }
             let t = self.trie.children(self.trie.child_node(e)).1;
@@ -160,14 +161,14 @@ impl<'t, 'a> Cursor<'t, 'a> {
                 let s = t.children(0).0;
                 self.push(s, 0);
             }
-            Some(&(e, _)) if t.has_child.get(e) => {
+            Some(&(e, _)) if t.edges.bit(HAS_CHILD, e) => {
                 let s = t.children(t.child_node(e)).0;
                 self.push(s, self.key.len());
             }
             Some(_) => {
                 // Climb until an edge has a next sibling.
                 while let Some((e, before)) = self.path.pop() {
-                    if e + 1 < t.first.len() && !t.louds.get(e + 1) {
+                    if e + 1 < t.edges.len() && !t.edges.bit(LOUDS, e + 1) {
                         self.push(e + 1, before);
                         break;
                     }
@@ -187,7 +188,7 @@ impl<'t, 'a> Cursor<'t, 'a> {
         self.id = Some(id - 1);
         let t = self.trie;
         while let Some((e, before)) = self.path.pop() {
-            if !t.louds.get(e) {
+            if !t.edges.bit(LOUDS, e) {
                 self.push(e - 1, before);
                 self.descend_to_max();
                 return true;
@@ -195,7 +196,7 @@ impl<'t, 'a> Cursor<'t, 'a> {
             // `e` was a first child: the parent node comes just before it.
             self.key.truncate(before);
             match self.path.last() {
-                Some(&(p, _)) if t.term.get(p) => return true,
+                Some(&(p, _)) if t.edges.bit(TERM, p) => return true,
                 Some(_) => {}
                 None => return true, // the root, which must hold the empty key
             }

@@ -63,6 +63,14 @@ pub enum Error {
         /// `"equal to"` or `"less than"`.
         problem: &'static str,
     },
+    /// The input is beyond what the format can address.
+    #[error("too many {what} for one trie (at most {limit}); split the keys into several tries")]
+    TooLarge {
+        /// What overflowed.
+        what: &'static str,
+        /// The largest supported count.
+        limit: u64,
+    },
     /// The regular expression did not compile to a DFA.
     #[error("regex error: {0}")]
     Regex(String),

@@ -44,7 +44,7 @@
 //! for key in ["apple", "apricot", "banana", "blueberry", "cherry"] {
 //!     builder.push(key.as_bytes())?;
 //! }
-//! let bytes = builder.finish(); // write these to a file, mmap them later
+//! let bytes = builder.finish()?; // write these to a file, mmap them later
 //! let trie = Trie::open(bytes.as_bytes())?;
 //!
 //! assert_eq!(trie.lookup(b"banana"), Some(2));
@@ -74,6 +74,7 @@ mod bitvec;
 mod builder;
 mod cpu;
 mod cursor;
+mod edges;
 mod elias_fano;
 mod error;
 mod format;
@@ -103,7 +104,7 @@ where
     for k in keys {
         b.push(k.as_ref())?;
     }
-    Ok(b.finish())
+    b.finish()
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use regex_automata::nfa::thompson;
 use regex_automata::util::{primitives::StateID, start, syntax};
 use regex_automata::{Anchored, MatchKind};
 
+use crate::edges::{HAS_CHILD, TERM};
 use crate::error::{Error, Result};
 use crate::trie::Trie;
 
@@ -97,7 +98,7 @@ impl Trie<'_> {
                 return stats;
             }
         }
-        if self.first.is_empty() {
+        if self.edges.len() == 0 {
             return stats;
         }
         let (s, t) = self.children(0);
@@ -120,13 +121,13 @@ impl Trie<'_> {
             let Some(state) = re.feed(frame.state, &key[frame.key_len..]) else {
                 continue;
             };
-            if self.term.get(e) && re.is_match_at_end(state) {
+            if self.edges.bit(TERM, e) && re.is_match_at_end(state) {
                 stats.matches += 1;
                 if !f(self.edge_id(e), &key) {
                     return stats;
                 }
             }
-            if self.has_child.get(e) {
+            if self.edges.bit(HAS_CHILD, e) {
                 let (s, t) = self.children(self.child_node(e));
                 stack.push(Frame {
                     next: s,

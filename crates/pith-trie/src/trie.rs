@@ -34,8 +34,8 @@
 //!
 //! A [`Trie`] is an immutable view: `Send + Sync`, `Copy`, free to share.
 
-use crate::bitvec::BitVec;
 use crate::cpu::multiversion;
+use crate::edges::{Edges, HAS_CHILD, HAS_TAIL, LOUDS, TERM};
 use crate::error::{Error, Result};
 use crate::format::{read_header, FLAG_ROOT_TERMINAL, HEADER_BYTES};
 use crate::labels::Labels;
@@ -48,11 +48,7 @@ use crate::words::{corrupt, WordReader};
 pub struct Trie<'a> {
     pub(crate) num_keys: usize,
     pub(crate) root_terminal: bool,
-    pub(crate) first: &'a [u8],
-    pub(crate) louds: BitVec<'a>,
-    pub(crate) has_child: BitVec<'a>,
-    pub(crate) term: BitVec<'a>,
-    pub(crate) has_tail: BitVec<'a>,
+    pub(crate) edges: Edges<'a>,
     pub(crate) labels: Labels<'a>,
     pub(crate) perm: Perm<'a>,
     pub(crate) size: usize,
@@ -63,10 +59,9 @@ pub struct Trie<'a> {
 pub struct SizeReport {
     /// Whole serialized trie.
     pub total: usize,
-    /// First label bytes, one per edge.
-    pub first_bytes: usize,
-    /// The four per-edge bit vectors with their rank/select directories.
-    pub bit_vectors: usize,
+    /// Per-edge first label bytes and flag bits with rank counters and
+    /// select samples.
+    pub edges_bytes: usize,
     /// Label store: symbol table, offsets and encoded pool.
     pub labels: usize,
     /// Encoded label pool alone.
@@ -104,12 +99,8 @@ impl<'a> Trie<'a> {
         if h.flags & !FLAG_ROOT_TERMINAL != 0 {
             return Err(bad("unknown header flags"));
         }
-        let first = r.bytes("first label bytes")?;
-        let louds = BitVec::read(&mut r, "louds bits")?;
-        let has_child = BitVec::read(&mut r, "has-child bits")?;
-        let term = BitVec::read(&mut r, "terminal bits")?;
-        let has_tail = BitVec::read(&mut r, "has-tail bits")?;
-        let labels = Labels::read(&mut r, has_tail.ones())?;
+        let edges = Edges::read(&mut r)?;
+        let labels = Labels::read(&mut r, edges.ones(HAS_TAIL))?;
         let perm = Perm::read(&mut r, num_keys)?;
         if !r.is_empty() {
             return Err(corrupt(r.offset(), "trailing bytes after the last section"));
@@ -117,11 +108,7 @@ impl<'a> Trie<'a> {
         let trie = Trie {
             num_keys,
             root_terminal,
-            first,
-            louds,
-            has_child,
-            term,
-            has_tail,
+            edges,
             labels,
             perm,
             size: bytes.len(),
@@ -132,38 +119,33 @@ impl<'a> Trie<'a> {
 
     fn validate(&self, num_edges: usize) -> Result<()> {
         let bad = |detail: &str| Err(corrupt(HEADER_BYTES, detail.to_string()));
-        let e = num_edges;
-        if self.first.len() != e
-            || self.louds.len() != e
-            || self.has_child.len() != e
-            || self.term.len() != e
-            || self.has_tail.len() != e
-        {
-            return bad("per-edge arrays disagree with the edge count");
+        let (e, edges) = (num_edges, &self.edges);
+        if edges.len() != e {
+            return bad("edge array disagrees with the edge count");
         }
-        if self.term.ones() + usize::from(self.root_terminal) != self.num_keys {
+        if edges.ones(TERM) + usize::from(self.root_terminal) != self.num_keys {
             return bad("terminal count disagrees with the key count");
         }
         if e == 0 {
-            return if self.louds.ones() == 0 && self.has_child.ones() == 0 {
+            return if edges.ones(LOUDS) == 0 {
                 Ok(())
             } else {
                 bad("edge bits on an empty trie")
             };
         }
-        if self.louds.ones() != self.has_child.ones() + 1 || !self.louds.get(0) {
+        if edges.ones(LOUDS) != edges.ones(HAS_CHILD) + 1 || !edges.bit(LOUDS, 0) {
             return bad("node count disagrees between louds and has-child bits");
         }
         for i in 0..e {
-            if !self.has_child.get(i) && !self.term.get(i) {
+            if !edges.bit(HAS_CHILD, i) && !edges.bit(TERM, i) {
                 return bad("a leaf is not terminal");
             }
-            if i > 0 && !self.louds.get(i) && self.first[i] <= self.first[i - 1] {
+            if i > 0 && !edges.bit(LOUDS, i) && edges.label(i) <= edges.label(i - 1) {
                 return bad("sibling labels are not strictly increasing");
             }
         }
-        for k in 1..self.louds.ones() {
-            if self.louds.select1(k) <= self.has_child.select1(k - 1) {
+        for k in 1..edges.ones(LOUDS) {
+            if edges.select(LOUDS, k) <= edges.select(HAS_CHILD, k - 1) {
                 return bad("a node's children precede its parent edge");
             }
         }
@@ -182,22 +164,18 @@ impl<'a> Trie<'a> {
 
     /// Number of edges (nodes other than the root).
     pub fn num_edges(&self) -> usize {
-        self.first.len()
+        self.edges.len()
     }
 
     /// Sizes of the parts.
     pub fn size_report(&self) -> SizeReport {
         SizeReport {
             total: self.size,
-            first_bytes: 8 + self.first.len().div_ceil(8) * 8,
-            bit_vectors: self.louds.size_bytes()
-                + self.has_child.size_bytes()
-                + self.term.size_bytes()
-                + self.has_tail.size_bytes(),
+            edges_bytes: self.edges.size_bytes(),
             labels: self.labels.size_bytes(),
             label_pool: self.labels.pool_bytes(),
             permutation: self.perm.size_bytes(),
-            edges: self.first.len(),
+            edges: self.edges.len(),
             compressed_labels: self.labels.symbols().mode() == crate::symbols::Mode::Symbols,
         }
     }
@@ -205,28 +183,28 @@ impl<'a> Trie<'a> {
     /// Child edges of internal node `k`: `start..end`.
     #[inline(always)]
     pub(crate) fn children(&self, k: usize) -> (usize, usize) {
-        let s = self.louds.select1(k);
-        (s, self.louds.next_one(s + 1))
+        let s = self.edges.select(LOUDS, k);
+        (s, self.edges.next_louds(s + 1))
     }
 
     /// Internal node below edge `e` (which must have a child).
     #[inline(always)]
     pub(crate) fn child_node(&self, e: usize) -> usize {
-        self.has_child.rank1(e) + 1
+        self.edges.rank(HAS_CHILD, e) + 1
     }
 
     /// Key id of the terminal node below edge `e`.
     #[inline(always)]
     pub(crate) fn edge_id(&self, e: usize) -> u64 {
         self.perm
-            .get(usize::from(self.root_terminal) + self.term.rank1(e)) as u64
+            .get(usize::from(self.root_terminal) + self.edges.rank(TERM, e)) as u64
     }
 
     /// Compares the label of `e` after its first byte with `query`.
     #[inline(always)]
     pub(crate) fn cmp_tail(&self, e: usize, query: &[u8]) -> LabelCmp {
-        if self.has_tail.get(e) {
-            self.labels.compare(self.has_tail.rank1(e), query)
+        if self.edges.bit(HAS_TAIL, e) {
+            self.labels.compare(self.edges.rank(HAS_TAIL, e), query)
         } else {
             LabelCmp::Prefix(0)
         }
@@ -235,9 +213,9 @@ impl<'a> Trie<'a> {
     /// Appends the label of edge `e` (all of it) to `out`.
     #[inline(always)]
     pub(crate) fn push_label(&self, e: usize, out: &mut Vec<u8>) {
-        out.push(self.first[e]);
-        if self.has_tail.get(e) {
-            self.labels.decode(self.has_tail.rank1(e), out);
+        out.push(self.edges.label(e));
+        if self.edges.bit(HAS_TAIL, e) {
+            self.labels.decode(self.edges.rank(HAS_TAIL, e), out);
         }
     }
 
@@ -251,23 +229,23 @@ impl<'a> Trie<'a> {
         if key.is_empty() {
             return self.root_terminal.then(|| self.perm.get(0) as u64);
         }
-        if self.first.is_empty() {
+        if self.edges.len() == 0 {
             return None;
         }
         let mut k = 0;
         let mut pos = 0;
         loop {
             let (s, t) = self.children(k);
-            let e = s + self.first[s..t].binary_search(&key[pos]).ok()?;
+            let e = self.edges.find(s, t, key[pos])?;
             pos += 1;
             match self.cmp_tail(e, &key[pos..]) {
                 LabelCmp::Prefix(n) => pos += n,
                 _ => return None,
             }
             if pos == key.len() {
-                return self.term.get(e).then(|| self.edge_id(e));
+                return self.edges.bit(TERM, e).then(|| self.edge_id(e));
             }
-            if !self.has_child.get(e) {
+            if !self.edges.bit(HAS_CHILD, e) {
                 return None;
             }
             k = self.child_node(e);
@@ -299,16 +277,16 @@ impl<'a> Trie<'a> {
         }
         // Walk up collecting labels reversed, then reverse the whole key.
         let start = out.len();
-        let mut e = self.term.select1(t);
+        let mut e = self.edges.select(TERM, t);
         loop {
             let at = out.len();
             self.push_label(e, out);
             out[at..].reverse();
-            let k = self.louds.rank1(e + 1) - 1;
+            let k = self.edges.rank(LOUDS, e + 1) - 1;
             if k == 0 {
                 break;
             }
-            e = self.has_child.select1(k - 1);
+            e = self.edges.select(HAS_CHILD, k - 1);
         }
         out[start..].reverse();
         true
@@ -323,7 +301,7 @@ impl<'a> Trie<'a> {
     /// Smallest id below edge `e` (the node itself if terminal).
     #[inline(always)]
     fn min_id_below(&self, mut e: usize) -> u64 {
-        while !self.term.get(e) {
+        while !self.edges.bit(TERM, e) {
             e = self.children(self.child_node(e)).0;
         }
         self.edge_id(e)
@@ -332,7 +310,7 @@ impl<'a> Trie<'a> {
     /// Largest id below edge `e`.
     #[inline(always)]
     fn max_id_below(&self, mut e: usize) -> u64 {
-        while self.has_child.get(e) {
+        while self.edges.bit(HAS_CHILD, e) {
             e = self.children(self.child_node(e)).1 - 1;
         }
         self.edge_id(e)
@@ -348,18 +326,18 @@ impl<'a> Trie<'a> {
         if key.is_empty() || self.num_keys == 0 {
             return 0;
         }
-        if self.first.is_empty() {
+        if self.edges.len() == 0 {
             return self.num_keys as u64; // only the empty key, which is < key
         }
         let mut k = 0;
         let mut pos = 0;
         loop {
             let (s, t) = self.children(k);
-            let e = s + self.first[s..t].partition_point(|&b| b < key[pos]);
+            let e = self.edges.lower(s, t, key[pos]);
             if e == t {
                 return self.max_id_below(t - 1) + 1;
             }
-            if self.first[e] > key[pos] {
+            if self.edges.label(e) > key[pos] {
                 return self.min_id_below(e);
             }
             pos += 1;
@@ -371,7 +349,7 @@ impl<'a> Trie<'a> {
             if pos == key.len() {
                 return self.min_id_below(e);
             }
-            if !self.has_child.get(e) {
+            if !self.edges.bit(HAS_CHILD, e) {
                 return self.edge_id(e) + 1; // this key is a proper prefix of `key`
             }
             k = self.child_node(e);

@@ -245,9 +245,8 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         scan_re_s.median * 1e3
     );
     println!(
-        "trie parts: first bytes {}, bit vectors {}, labels {} (pool {}, {}), permutation {}",
-        fmt_bytes(size.first_bytes),
-        fmt_bytes(size.bit_vectors),
+        "trie parts: edges (label bytes, flags, ranks) {}, labels {} (pool {}, {}), permutation {}",
+        fmt_bytes(size.edges_bytes),
         fmt_bytes(size.labels),
         fmt_bytes(size.label_pool),
         if size.compressed_labels {
