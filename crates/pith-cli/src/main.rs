@@ -7,6 +7,7 @@ mod alloc;
 mod bench;
 mod input;
 mod stats;
+mod trie_cmd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -29,6 +30,11 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Standalone trie files: build from keys, search by regex.
+    Trie {
+        #[command(subcommand)]
+        which: trie_cmd::TrieCommand,
+    },
     /// Benchmarks that run PithDB and its peers side by side.
     Bench {
         #[command(subcommand)]
@@ -48,6 +54,7 @@ fn main() -> ExitCode {
         Command::Bench {
             which: BenchCommand::Trie(args),
         } => bench::trie::run(&args),
+        Command::Trie { which } => trie_cmd::run(&which),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

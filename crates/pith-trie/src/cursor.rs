@@ -148,6 +148,10 @@ impl<'t, 'a> Cursor<'t, 'a> {
     }
 
     /// Advances to the next key. Returns whether the cursor is valid.
+    ///
+    /// A cursor moves both ways and re-seeks, as RocksDB's iterators do, so
+    /// this is not `Iterator::next`; [`Trie::iter`] is the iterator.
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> bool {
         let Some(id) = self.id else { return false };
         let t = self.trie;

@@ -332,8 +332,8 @@ mod tests {
                 let next = edges[i..].iter().position(|x| x.1[LOUDS]).map_or(edges.len(), |p| p + i);
                 prop_assert_eq!(e.next_louds(i), next);
             }
-            for kind in 0..4 {
-                prop_assert_eq!(e.rank(kind, edges.len()), ones[kind]);
+            for (kind, &count) in ones.iter().enumerate() {
+                prop_assert_eq!(e.rank(kind, edges.len()), count);
             }
         }
     }

@@ -72,7 +72,12 @@ impl<'a> Labels<'a> {
     }
 
     pub(crate) fn size_bytes(&self) -> usize {
-        8 + 255 * 8 + 264 + self.offsets.size_bytes() + 8 + self.pool.len().div_ceil(8) * 8
+        let table = if self.symbols.mode() == crate::symbols::Mode::Symbols {
+            255 * 8 + 264
+        } else {
+            0
+        };
+        8 + table + self.offsets.size_bytes() + 8 + self.pool.len().div_ceil(8) * 8
     }
 
     pub(crate) fn symbols(&self) -> Symbols<'a> {

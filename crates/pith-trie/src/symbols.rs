@@ -17,8 +17,10 @@
 //! the current table, count single codes and adjacent pairs, keep the 255
 //! candidates of highest gain (count x length), repeat five times.
 //!
-//! On-disk (`u64` words): `mode | syms[255] | lens (byte array, 256 bytes)`.
-//! Mode 0 stores labels raw, mode 1 uses the table. Decoding never fails: a
+//! On-disk (`u64` words): `mode`, then for mode 1 only
+//! `syms[255] | lens (byte array, 256 bytes)`. Mode 0 stores labels raw (and
+//! no table), mode 1 uses the table; symbol `c` is the low `lens[c]` bytes of
+//! `syms[c]`, little-endian, and `lens[255]` is 0 (255 is the escape code). Decoding never fails: a
 //! code with length 0 (unused) decodes to nothing and a trailing escape is
 //! ignored, so arbitrary pool bytes cannot cause a panic.
 
@@ -159,10 +161,10 @@ impl SymbolTable {
                 }
             };
             let mut cands: Vec<(u64, u64, u8)> = Vec::new(); // (gain, sym, len)
-            for id in 0..n {
-                if single[id] > 0 {
+            for (id, &count) in single.iter().enumerate() {
+                if count > 0 {
                     let (s, l) = sym_of(id);
-                    cands.push((u64::from(single[id]) * u64::from(l), s, l));
+                    cands.push((u64::from(count) * u64::from(l), s, l));
                 }
             }
             for a in 0..n {
@@ -208,6 +210,9 @@ impl SymbolTable {
 
     pub(crate) fn write(&self, out: &mut Vec<u64>) {
         out.push(self.mode as u64);
+        if self.mode == Mode::Raw {
+            return;
+        }
         let mut syms = [0u64; MAX_SYMBOLS];
         let mut lens = [0u8; 256];
         for (c, (&s, &l)) in self.syms.iter().zip(&self.lens).enumerate() {
@@ -246,6 +251,13 @@ impl<'a> Symbols<'a> {
             1 => Mode::Symbols,
             m => return Err(corrupt(off, format!("unknown label mode {m}"))),
         };
+        if mode == Mode::Raw {
+            return Ok(Symbols {
+                mode,
+                syms: &[],
+                lens: &[],
+            });
+        }
         let syms = r.take(MAX_SYMBOLS, "symbol table")?;
         let lens = r.bytes("symbol table")?;
         if lens.len() != 256 || lens.iter().any(|&l| l > 8) || lens[255] != 0 {
@@ -389,7 +401,7 @@ mod tests {
 
         #[test]
         fn compare_agrees_with_slices(label in proptest::collection::vec(0u8..4, 0..20), query in proptest::collection::vec(0u8..4, 0..20)) {
-            let labels = vec![label.clone(), vec![0, 1, 2, 3, 0, 1, 2, 3], vec![1, 1, 1, 1]];
+            let labels = [label.clone(), vec![0, 1, 2, 3, 0, 1, 2, 3], vec![1, 1, 1, 1]];
             let table = SymbolTable::train(labels.iter().map(Vec::as_slice));
             let mut words = Vec::new();
             table.write(&mut words);

@@ -385,3 +385,29 @@ fn trie_is_send_and_sync() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Trie<'static>>();
 }
+
+#[test]
+fn golden_bytes_match_docs() {
+    let doc = include_str!("../../../docs/format.md");
+    let block = doc
+        .split("```text golden-trie-v1\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("golden block in docs/format.md");
+    let want: Vec<u8> = block
+        .lines()
+        .flat_map(|line| {
+            line.split_once(": ")
+                .map(|(_, hex)| hex)
+                .unwrap_or("")
+                .split_whitespace()
+        })
+        .map(|h| u8::from_str_radix(h, 16).expect("hex byte"))
+        .collect();
+    let got = build([b"a".as_slice(), b"ab", b"b"]).unwrap();
+    assert_eq!(
+        got.as_bytes(),
+        want.as_slice(),
+        "docs/format.md golden bytes drifted from the encoder"
+    );
+}
