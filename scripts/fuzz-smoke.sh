@@ -11,10 +11,11 @@ if ! rustup toolchain list | grep -q nightly; then
   exit 0
 fi
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
-mkdir -p fuzz/corpus/trie_open
+mkdir -p fuzz/corpus/trie_open fuzz/corpus/trie_structure
 cargo run -q --release -p pith-cli -- trie build --keys data/debian-sample.jsonl.zst --out fuzz/corpus/trie_open/debian-sample.trie
 printf 'a\nab\nabc\nb\n' > /tmp/pith-fuzz-keys.txt
 cargo run -q --release -p pith-cli -- trie build --keys /tmp/pith-fuzz-keys.txt --out fuzz/corpus/trie_open/tiny.trie
+cp fuzz/corpus/trie_open/*.trie fuzz/corpus/trie_structure/
 cd fuzz
 for target in $(cargo +nightly fuzz list); do
   echo "fuzz-smoke: $target for ${seconds}s"

@@ -9,8 +9,10 @@
 //! one byte are recorded as `(key, start, end)` triples (12 bytes each) and
 //! encoded at the end, after the label symbol table has been trained.
 //!
-//! Memory bound: key bytes + 8 bytes per key + 12 bytes per multi-byte label
-//! + a few bits per edge + the output.
+//! Memory bound: key bytes (kept in 4 MiB pages, so there is no doubling
+//! reallocation) + 12 bytes per key + 12 bytes per multi-byte label + about
+//! 16 bits per edge + the output. `Vec` growth can double the per-key and
+//! per-label arrays at worst.
 
 use std::collections::VecDeque;
 
@@ -33,9 +35,13 @@ use crate::perm::write_perm;
 /// ```
 #[derive(Default)]
 pub struct TrieBuilder {
-    bytes: Vec<u8>,
-    ends: Vec<usize>,
+    /// Key bytes in pages of `PAGE` bytes (a longer key gets a page of its own).
+    pages: Vec<Vec<u8>>,
+    /// Per key: page, start within the page, length.
+    spans: Vec<(u32, u32, u32)>,
 }
+
+const PAGE: usize = 4 << 20;
 
 impl TrieBuilder {
     /// An empty builder.
@@ -45,27 +51,27 @@ impl TrieBuilder {
 
     /// Number of keys pushed so far.
     pub fn len(&self) -> usize {
-        self.ends.len()
+        self.spans.len()
     }
 
     /// True when no key has been pushed.
     pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
+        self.spans.is_empty()
     }
 
     fn key(&self, i: usize) -> &[u8] {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.bytes[start..self.ends[i]]
+        let (page, start, len) = self.spans[i];
+        &self.pages[page as usize][start as usize..start as usize + len as usize]
     }
 
     /// Appends `key`, which must sort strictly after the previous key.
     pub fn push(&mut self, key: &[u8]) -> Result<()> {
-        if let Some(last) = self.ends.len().checked_sub(1) {
+        if let Some(last) = self.spans.len().checked_sub(1) {
             match self.key(last).cmp(key) {
                 std::cmp::Ordering::Less => {}
                 o => {
                     return Err(Error::UnsortedInput {
-                        index: self.ends.len() as u64,
+                        index: self.spans.len() as u64,
                         problem: if o == std::cmp::Ordering::Equal {
                             "equal to"
                         } else {
@@ -75,14 +81,32 @@ impl TrieBuilder {
                 }
             }
         }
-        self.bytes.extend_from_slice(key);
-        self.ends.push(self.bytes.len());
+        let too_large = || Error::TooLarge {
+            what: "keys or key bytes",
+            limit: u64::from(u32::MAX),
+        };
+        let len = u32::try_from(key.len()).map_err(|_| too_large())?;
+        let fits = self
+            .pages
+            .last()
+            .is_some_and(|p| p.capacity() - p.len() >= key.len());
+        if !fits {
+            self.pages.push(Vec::with_capacity(PAGE.max(key.len())));
+        }
+        let page_no = u32::try_from(self.pages.len() - 1).map_err(|_| too_large())?;
+        if self.spans.len() >= u32::MAX as usize - 1 {
+            return Err(too_large());
+        }
+        let page = self.pages.last_mut().ok_or_else(too_large)?;
+        let start = page.len() as u32;
+        page.extend_from_slice(key);
+        self.spans.push((page_no, start, len));
         Ok(())
     }
 
     /// Builds the trie and returns its serialized, checksummed bytes.
     pub fn finish(self) -> Result<AlignedBytes> {
-        let n = self.ends.len();
+        let n = self.spans.len();
         let mut edges = EdgesBuilder::default();
         let mut tails: Vec<(u32, u32, u32)> = Vec::new();
         let mut pi: Vec<u64> = Vec::with_capacity(n);

@@ -14,6 +14,26 @@ pub fn open_and_query(data: &[u8]) {
     exercise(&trie, data);
 }
 
+/// Like [`open_and_query`], but first rewrites both checksums so that the
+/// fuzzer reaches structural validation instead of stopping at the crc.
+pub fn open_and_query_with_valid_checksums(data: &[u8]) {
+    let mut bytes = data.to_vec();
+    if bytes.len() >= 64 {
+        let body_len = u64::from_le_bytes(bytes[32..40].try_into().unwrap_or([0; 8]));
+        let end = usize::try_from(body_len)
+            .ok()
+            .and_then(|l| l.checked_add(64))
+            .filter(|&e| e <= bytes.len());
+        if let Some(end) = end {
+            let body_crc = crc32c::crc32c(&bytes[64..end]);
+            bytes[40..44].copy_from_slice(&body_crc.to_le_bytes());
+        }
+        let header_crc = crc32c::crc32c(&bytes[..60]);
+        bytes[60..64].copy_from_slice(&header_crc.to_le_bytes());
+    }
+    open_and_query(&bytes);
+}
+
 /// Runs every query kind on an opened trie, with probes taken from `probe`.
 pub fn exercise(trie: &Trie<'_>, probe: &[u8]) {
     let n = trie.len() as u64;

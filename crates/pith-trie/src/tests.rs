@@ -377,6 +377,13 @@ fn fuzz_entry_point_smoke() {
             })
             .collect();
         crate::fuzz::open_and_query(&data);
+        crate::fuzz::open_and_query_with_valid_checksums(&data);
+    }
+    let mut bytes = good.as_bytes().to_vec();
+    for i in (64..bytes.len()).step_by(13) {
+        bytes[i] = bytes[i].wrapping_add(1);
+        crate::fuzz::open_and_query_with_valid_checksums(&bytes);
+        bytes[i] = bytes[i].wrapping_sub(1);
     }
 }
 
