@@ -9,8 +9,8 @@
 //! one byte are recorded as `(key, start, end)` triples (12 bytes each) and
 //! encoded at the end, after the label symbol table has been trained.
 //!
-//! Memory bound: key bytes (kept in 4 MiB pages, so there is no doubling
-//! reallocation) + 12 bytes per key + 12 bytes per multi-byte label + about
+//! Memory bound: key bytes (kept in pages of up to 4 MiB that are never
+//! reallocated) + 12 bytes per key + 12 bytes per multi-byte label + about
 //! 16 bits per edge + the output. `Vec` growth can double the per-key and
 //! per-label arrays at worst.
 
@@ -91,7 +91,12 @@ impl TrieBuilder {
             .last()
             .is_some_and(|p| p.capacity() - p.len() >= key.len());
         if !fits {
-            self.pages.push(Vec::with_capacity(PAGE.max(key.len())));
+            // Pages grow with the input (64 KiB up to PAGE) so small inputs
+            // stay small; full pages are never copied.
+            let so_far: usize = self.pages.iter().map(Vec::len).sum();
+            self.pages.push(Vec::with_capacity(
+                so_far.clamp(64 << 10, PAGE).max(key.len()),
+            ));
         }
         let page_no = u32::try_from(self.pages.len() - 1).map_err(|_| too_large())?;
         if self.spans.len() >= u32::MAX as usize - 1 {
@@ -150,21 +155,20 @@ impl TrieBuilder {
                 first_child = false;
             }
         }
-        let mut body: Vec<u64> = Vec::new();
-        edges.write(&mut body)?;
+        // The header is filled in last, over the first words.
+        let mut words: Vec<u64> = vec![0; HEADER_BYTES / 8];
+        edges.write(&mut words)?;
         let labels = tails
             .iter()
             .map(|&(k, s, e)| &self.key(k as usize)[s as usize..e as usize]);
-        write_labels(&mut body, labels);
-        write_perm(&mut body, &pi);
+        write_labels(&mut words, labels);
+        write_perm(&mut words, &pi);
 
         let header = Header {
             flags: if root_terminal { FLAG_ROOT_TERMINAL } else { 0 },
             num_keys: n as u64,
             num_edges: edges.len() as u64,
         };
-        let mut words = vec![0u64; HEADER_BYTES / 8];
-        words.extend_from_slice(&body);
         let (head, rest) =
             bytemuck::cast_slice_mut::<u64, u8>(&mut words).split_at_mut(HEADER_BYTES);
         write_header(head, &header, rest);
