@@ -19,9 +19,10 @@
 //!
 //! A Patricia trie (runs of single-child nodes collapsed into one edge) in
 //! LOUDS-sparse order, as in Fast Succinct Tries (SuRF): per edge, one byte of
-//! label and four bits, with rank/select directories ([`bitvec`](self)) that
-//! we implement ourselves because the structure must be read in place from a
-//! checksummed file. The rest of each multi-byte label is compressed with a
+//! label and four flag bits, interleaved 64 edges to a block with their rank
+//! counters so one step of a lookup touches two adjacent cache lines. Rank
+//! and select are our own (no crate reads its structures in place from a
+//! borrowed, checksummed buffer), with runtime POPCNT dispatch. The rest of each multi-byte label is compressed with a
 //! static FSST-style symbol table rather than nested into a second trie as
 //! marisa-trie and Terark's NLT do: nesting shares suffixes, but costs a
 //! `log2(labels)`-bit link per label and a pointer chase per label on every
