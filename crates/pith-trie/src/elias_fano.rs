@@ -72,7 +72,15 @@ impl<'a> EliasFano<'a> {
                 format!("{what}: Elias-Fano widths do not match the universe"),
             ));
         }
-        Ok(EliasFano { len, l, low, high })
+        let ef = EliasFano { len, l, low, high };
+        let last = if len == 0 { 0 } else { ef.get(len - 1) };
+        if last != universe {
+            return Err(corrupt(
+                off,
+                format!("{what}: Elias-Fano universe is not the last value"),
+            ));
+        }
+        Ok(ef)
     }
 
     pub(crate) fn len(&self) -> usize {

@@ -97,6 +97,12 @@ pub(crate) fn read_header(bytes: &[u8]) -> Result<(Header, &[u8])> {
             found: version,
         });
     }
+    if bytes[44..60].iter().any(|&b| b != 0) {
+        return Err(Error::Corrupt {
+            offset: 44,
+            detail: "reserved header bytes are not zero".into(),
+        });
+    }
     let body_len = u64_at(bytes, 32);
     let available = bytes.len() - HEADER_BYTES;
     if body_len > available as u64 || body_len % 8 != 0 {
@@ -105,6 +111,12 @@ pub(crate) fn read_header(bytes: &[u8]) -> Result<(Header, &[u8])> {
             offset: HEADER_BYTES,
             needed: usize::try_from(body_len).unwrap_or(usize::MAX),
             available,
+        });
+    }
+    if body_len < available as u64 {
+        return Err(Error::Corrupt {
+            offset: HEADER_BYTES + body_len as usize,
+            detail: format!("{} bytes follow the body", available as u64 - body_len),
         });
     }
     let body = &bytes[HEADER_BYTES..HEADER_BYTES + body_len as usize];

@@ -73,6 +73,10 @@ impl<'a> Perm<'a> {
         if pi.len() != n || sampled.len() != n || back.len() != sampled.ones() {
             return Err(corrupt(off, "permutation parts disagree on the length"));
         }
+        let width = bits_for(n.saturating_sub(1) as u64);
+        if pi.width() != width || back.width() != width {
+            return Err(corrupt(off, "permutation width is not bits_for(n - 1)"));
+        }
         let mut hit = vec![false; n];
         for t in 0..n {
             let v = pi.get(t) as usize;

@@ -418,3 +418,39 @@ fn golden_bytes_match_docs() {
         "docs/format.md golden bytes drifted from the encoder"
     );
 }
+
+/// Golden trie (`a`, `ab`, `b`) with `pi` rewritten to `[2, 1, 0]`: a valid
+/// permutation, checksums fixed, but ids no longer in key order.
+#[test]
+fn permutation_out_of_key_order_is_rejected() {
+    let good = build([b"a".as_slice(), b"ab", b"b"]).unwrap();
+    let mut bytes = good.as_bytes().to_vec();
+    // The permutation is the last section: packed(n=3, width=2, words), bitvec, packed.
+    // Find its first packed word by searching for n=3, width=2, value word 0b01_10_00 (pi = [0, 2, 1]).
+    let pattern: Vec<u8> = [3u64, 2, 0b01_10_00]
+        .iter()
+        .flat_map(|w| w.to_le_bytes())
+        .collect();
+    let at = bytes
+        .windows(pattern.len())
+        .rposition(|w| w == pattern.as_slice())
+        .expect("pi section");
+    bytes[at + 16..at + 24].copy_from_slice(&(0b00_01_10u64).to_le_bytes()); // pi = [2, 1, 0]
+    fix_checksums(&mut bytes);
+    let err = Trie::open(AlignedBytes::copy_from(&bytes).as_bytes())
+        .map(|_| ())
+        .unwrap_err();
+    assert!(err.to_string().contains("out of key order"), "{err}");
+}
+
+#[test]
+fn trailing_bytes_and_reserved_header_bytes_are_rejected() {
+    let good = build([b"a".as_slice(), b"b"]).unwrap();
+    let mut longer = good.as_bytes().to_vec();
+    longer.extend_from_slice(&[0; 8]);
+    assert!(Trie::open(AlignedBytes::copy_from(&longer).as_bytes()).is_err());
+    let mut reserved = good.as_bytes().to_vec();
+    reserved[50] = 1;
+    fix_checksums(&mut reserved);
+    assert!(Trie::open(AlignedBytes::copy_from(&reserved).as_bytes()).is_err());
+}

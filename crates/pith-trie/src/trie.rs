@@ -149,6 +149,44 @@ impl<'a> Trie<'a> {
                 return bad("a node's children precede its parent edge");
             }
         }
+        self.validate_key_order()
+    }
+
+    /// Walks the trie in key order (depth first, a node's own key before its
+    /// children) and checks the ids come out as 0, 1, 2, ...: the promise
+    /// that ids are sorted ranks, on which every id range and the cursor rely.
+    fn validate_key_order(&self) -> Result<()> {
+        let mut expect = 0u64;
+        if self.root_terminal {
+            if self.perm.get(0) != 0 {
+                return Err(corrupt(HEADER_BYTES, "the empty key does not have id 0"));
+            }
+            expect = 1;
+        }
+        if self.edges.len() == 0 {
+            return Ok(());
+        }
+        let mut stack = vec![self.children(0)];
+        while let Some(top) = stack.last_mut() {
+            if top.0 == top.1 {
+                stack.pop();
+                continue;
+            }
+            let e = top.0;
+            top.0 += 1;
+            if self.edges.bit(TERM, e) {
+                if self.edge_id(e) != expect {
+                    return Err(corrupt(
+                        HEADER_BYTES,
+                        format!("key id {expect} is out of key order"),
+                    ));
+                }
+                expect += 1;
+            }
+            if self.edges.bit(HAS_CHILD, e) {
+                stack.push(self.children(self.child_node(e)));
+            }
+        }
         Ok(())
     }
 
@@ -363,7 +401,7 @@ impl<'a> Trie<'a> {
             Some(next) => self.lower_bound(&next),
             None => self.num_keys as u64,
         };
-        start..end
+        start..end.max(start)
     }
 
     /// Ids of the keys in a key range, as a half-open id range.
