@@ -1,0 +1,163 @@
+//! The record-store footer and file layout.
+//!
+//! ```text
+//! [pool, zero-padded to 8] [dictionary, zero-padded to 8] [offsets words] [footer, 80 bytes]
+//!
+//! footer:
+//! 0   magic "PITHZIP\0"              48  largest decoded record, u64
+//! 8   version u32 = 1                56  total decoded bytes, u64
+//! 12  codec u32 (0 plain, 1 zstd)    64  crc32c of the padded pool, u32
+//! 16  records u64                    68  crc32c of padded dictionary + offsets, u32
+//! 24  pool length u64                72  flags u32, bit 0: per-record crc32c
+//! 32  dictionary length u64          76  crc32c of footer bytes 0..76, u32
+//! 40  offsets length in bytes u64
+//! ```
+//!
+//! The footer comes last so the builder can stream records to any writer
+//! and fill in the sizes at the end, as LevelDB tables do.
+
+use crate::error::{Error, Result};
+
+/// Footer magic.
+pub const MAGIC: [u8; 8] = *b"PITHZIP\0";
+pub(crate) const FOOTER_BYTES: usize = 80;
+pub(crate) const VERSION: u32 = 1;
+pub(crate) const FLAG_RECORD_CRC: u32 = 1;
+
+/// The codec a store uses. Tag values are never reused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Codec {
+    /// Records stored as they are.
+    Plain = 0,
+    /// Each record a magicless zstd frame against the store's dictionary.
+    ZstdDict = 1,
+}
+
+impl Codec {
+    fn from_tag(tag: u32) -> Option<Codec> {
+        match tag {
+            0 => Some(Codec::Plain),
+            1 => Some(Codec::ZstdDict),
+            _ => None,
+        }
+    }
+
+    /// Short name for reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Codec::Plain => "plain",
+            Codec::ZstdDict => "zstd-dict",
+        }
+    }
+}
+
+/// The decoded footer.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Footer {
+    pub(crate) codec: Codec,
+    pub(crate) records: u64,
+    pub(crate) pool_len: u64,
+    pub(crate) dict_len: u64,
+    pub(crate) offsets_len: u64,
+    pub(crate) max_record: u64,
+    pub(crate) raw_bytes: u64,
+    pub(crate) pool_crc: u32,
+    pub(crate) meta_crc: u32,
+    pub(crate) flags: u32,
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+fn u64_at(b: &[u8], at: usize) -> u64 {
+    let mut w = [0u8; 8];
+    w.copy_from_slice(&b[at..at + 8]);
+    u64::from_le_bytes(w)
+}
+
+impl Footer {
+    pub(crate) fn encode(&self) -> [u8; FOOTER_BYTES] {
+        let mut f = [0u8; FOOTER_BYTES];
+        f[0..8].copy_from_slice(&MAGIC);
+        f[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        f[12..16].copy_from_slice(&(self.codec as u32).to_le_bytes());
+        for (at, v) in [
+            (16, self.records),
+            (24, self.pool_len),
+            (32, self.dict_len),
+            (40, self.offsets_len),
+            (48, self.max_record),
+            (56, self.raw_bytes),
+        ] {
+            f[at..at + 8].copy_from_slice(&v.to_le_bytes());
+        }
+        f[64..68].copy_from_slice(&self.pool_crc.to_le_bytes());
+        f[68..72].copy_from_slice(&self.meta_crc.to_le_bytes());
+        f[72..76].copy_from_slice(&self.flags.to_le_bytes());
+        let crc = crc32c::crc32c(&f[..76]);
+        f[76..80].copy_from_slice(&crc.to_le_bytes());
+        f
+    }
+
+    /// Decodes and checks the footer at the end of `bytes`.
+    pub(crate) fn decode(bytes: &[u8]) -> Result<Footer> {
+        if bytes.len() < FOOTER_BYTES {
+            return Err(Error::Truncated {
+                what: "footer",
+                needed: FOOTER_BYTES as u64,
+                available: bytes.len() as u64,
+            });
+        }
+        let f = &bytes[bytes.len() - FOOTER_BYTES..];
+        if f[..8] != MAGIC {
+            return Err(Error::BadMagic);
+        }
+        let stored = u32_at(f, 76);
+        let computed = crc32c::crc32c(&f[..76]);
+        if stored != computed {
+            return Err(Error::ChecksumMismatch {
+                region: "footer".into(),
+                stored,
+                computed,
+            });
+        }
+        let version = u32_at(f, 8);
+        if version != VERSION {
+            return Err(Error::UnsupportedVersion {
+                expected: VERSION,
+                found: version,
+            });
+        }
+        let at = (bytes.len() - FOOTER_BYTES) as u64;
+        let codec = Codec::from_tag(u32_at(f, 12)).ok_or_else(|| Error::Corrupt {
+            offset: at + 12,
+            detail: format!("unknown codec {}", u32_at(f, 12)),
+        })?;
+        let flags = u32_at(f, 72);
+        if flags & !FLAG_RECORD_CRC != 0 {
+            return Err(Error::Corrupt {
+                offset: at + 72,
+                detail: "unknown flags".into(),
+            });
+        }
+        Ok(Footer {
+            codec,
+            records: u64_at(f, 16),
+            pool_len: u64_at(f, 24),
+            dict_len: u64_at(f, 32),
+            offsets_len: u64_at(f, 40),
+            max_record: u64_at(f, 48),
+            raw_bytes: u64_at(f, 56),
+            pool_crc: u32_at(f, 64),
+            meta_crc: u32_at(f, 68),
+            flags,
+        })
+    }
+}
+
+/// `n` rounded up to a multiple of 8.
+pub(crate) fn pad8(n: u64) -> u64 {
+    n.div_ceil(8) * 8
+}

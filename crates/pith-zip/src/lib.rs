@@ -1,0 +1,57 @@
+//! `pith-zip`: record stores. A segment's values are compressed together,
+//! against one dictionary built from all of them, and each record decodes
+//! alone by its id, without touching its neighbours and without a block
+//! cache.
+//!
+//! ```
+//! use pith_zip::{build_to_vec, Options, Store};
+//!
+//! let records: Vec<String> = (0..1000).map(|i| format!("Package: pkg{i}\nVersion: 1.{i}\n")).collect();
+//! let (bytes, stats) = build_to_vec(&records, &Options::default())?;
+//! // Stores open in place from 8-byte aligned bytes, as from mmap.
+//! let mut words = vec![0u64; bytes.len().div_ceil(8)];
+//! bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..bytes.len()].copy_from_slice(&bytes);
+//! let store = Store::open(&bytemuck::cast_slice::<u64, u8>(&words)[..bytes.len()])?;
+//! let mut out = Vec::new();
+//! store.get(42, &mut out)?;
+//! assert_eq!(out, records[42].as_bytes());
+//! assert!(stats.store_bytes < stats.raw_bytes);
+//! # Ok::<(), pith_zip::Error>(())
+//! ```
+//!
+//! # Codecs
+//!
+//! * [`Codec::Plain`]: records as they are (incompressible data).
+//! * [`Codec::ZstdDict`]: each record a magicless zstd frame against a
+//!   dictionary trained (ZDICT) on a sample of the whole input, decoded with
+//!   a prepared dictionary.
+//!
+//! The builder picks one by trying them on a sample ([`CodecChoice::Auto`]).
+//! Not built yet: the own global-dictionary codec in the spirit of PA-Zip
+//! (issue 3); it is the one meant to beat zstd-dict.
+//!
+//! The byte layout is in `docs/format.md` ("Record store, version 1").
+
+#![deny(missing_docs)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used))]
+
+#[cfg(target_endian = "big")]
+compile_error!(
+    "pith-zip reads its little-endian format in place and supports little-endian targets only"
+);
+
+mod builder;
+mod error;
+mod format;
+pub mod fuzz;
+mod offsets;
+mod store;
+mod zstd_codec;
+
+pub use builder::{build, build_to_vec, BuildStats, CodecChoice, Options};
+pub use error::{Error, Result};
+pub use format::{Codec, MAGIC};
+pub use store::Store;
+
+#[cfg(test)]
+mod tests;

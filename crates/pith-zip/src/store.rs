@@ -1,0 +1,220 @@
+//! The read side: open a store from bytes and decode records by id.
+//!
+//! [`Store::open`] checks the footer (magic, version, crc32c), that the
+//! sections exactly fill the bytes, the metadata crc32c over the dictionary
+//! and offsets, and that the offsets start at 0, never decrease and end at
+//! the pool length. That is O(records), not O(bytes): the pool is checked
+//! record by record as records are decoded (each carries a crc32c of its
+//! decoded bytes), and [`Store::verify`] checks all of it.
+//!
+//! Thread safety: a `Store` is `Send + Sync`; `get` may be called from many
+//! threads at once (each thread keeps its own zstd context).
+
+use crate::error::{Error, Result};
+use crate::format::{pad8, Codec, Footer, FLAG_RECORD_CRC, FOOTER_BYTES};
+use crate::offsets::Offsets;
+use crate::zstd_codec::Decoder;
+
+/// An opened record store over borrowed bytes.
+pub struct Store<'a> {
+    footer: Footer,
+    pool: &'a [u8],
+    /// The pool with its zero padding, as the pool checksum covers it.
+    padded_pool: &'a [u8],
+    offsets: Offsets<'a>,
+    decoder: Option<Decoder>,
+    dict_len: usize,
+    size: usize,
+}
+
+impl std::fmt::Debug for Store<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("codec", &self.footer.codec)
+            .field("records", &self.footer.records)
+            .finish()
+    }
+}
+
+impl<'a> Store<'a> {
+    /// Opens a store. `bytes` must be 8-byte aligned (mmap is).
+    pub fn open(bytes: &'a [u8]) -> Result<Self> {
+        if bytes.as_ptr().align_offset(8) != 0 {
+            return Err(Error::Misaligned);
+        }
+        let f = Footer::decode(bytes)?;
+        let body = (bytes.len() - FOOTER_BYTES) as u64;
+        let need = pad8(f.pool_len)
+            .checked_add(pad8(f.dict_len))
+            .and_then(|n| n.checked_add(f.offsets_len))
+            .filter(|_| f.offsets_len % 8 == 0);
+        if need != Some(body) {
+            return Err(Error::Corrupt {
+                offset: body,
+                detail: format!(
+                    "section sizes (pool {}, dictionary {}, offsets {}) do not fill the {body} bytes before the footer",
+                    f.pool_len, f.dict_len, f.offsets_len
+                ),
+            });
+        }
+        let pool_end = pad8(f.pool_len) as usize;
+        let meta = &bytes[pool_end..body as usize];
+        let computed = crc32c::crc32c(meta);
+        if computed != f.meta_crc {
+            return Err(Error::ChecksumMismatch {
+                region: "metadata".into(),
+                stored: f.meta_crc,
+                computed,
+            });
+        }
+        let dict = &meta[..f.dict_len as usize];
+        let words: &[u64] = bytemuck::try_cast_slice(&meta[pad8(f.dict_len) as usize..])
+            .map_err(|_| Error::Misaligned)?;
+        let offsets_at = (pool_end as u64) + pad8(f.dict_len);
+        let offsets = Offsets::read(words, offsets_at)?;
+        let bad = |detail: String| Error::Corrupt {
+            offset: offsets_at,
+            detail,
+        };
+        if offsets.len() as u64 != f.records.saturating_add(1) {
+            return Err(bad(format!(
+                "{} offsets for {} records",
+                offsets.len(),
+                f.records
+            )));
+        }
+        let min_len = if f.flags & FLAG_RECORD_CRC != 0 { 4 } else { 0 };
+        let mut prev = offsets.get(0);
+        if prev != 0 {
+            return Err(bad("first offset is not 0".into()));
+        }
+        for i in 1..offsets.len() {
+            let v = offsets.get(i);
+            if v < prev + min_len {
+                return Err(bad(format!(
+                    "record {} has a negative or too short extent",
+                    i - 1
+                )));
+            }
+            prev = v;
+        }
+        if prev != f.pool_len {
+            return Err(bad("offsets do not end at the pool length".into()));
+        }
+        let decoder = match f.codec {
+            Codec::ZstdDict => Some(Decoder::new(dict)),
+            Codec::Plain => None,
+        };
+        Ok(Store {
+            footer: f,
+            pool: &bytes[..f.pool_len as usize],
+            padded_pool: &bytes[..pool_end],
+            offsets,
+            decoder,
+            dict_len: dict.len(),
+            size: bytes.len(),
+        })
+    }
+
+    /// Number of records.
+    pub fn len(&self) -> u64 {
+        self.footer.records
+    }
+
+    /// True when the store holds no record.
+    pub fn is_empty(&self) -> bool {
+        self.footer.records == 0
+    }
+
+    /// The codec in use.
+    pub fn codec(&self) -> Codec {
+        self.footer.codec
+    }
+
+    /// Sum of the decoded record lengths.
+    pub fn raw_bytes(&self) -> u64 {
+        self.footer.raw_bytes
+    }
+
+    /// Size of the whole store in bytes.
+    pub fn size_bytes(&self) -> usize {
+        self.size
+    }
+
+    /// Dictionary size in bytes.
+    pub fn dict_bytes(&self) -> usize {
+        self.dict_len
+    }
+
+    /// Replaces `out` with record `id`, decoding only that record.
+    pub fn get(&self, id: u64, out: &mut Vec<u8>) -> Result<()> {
+        if id >= self.footer.records {
+            return Err(Error::IdOutOfRange {
+                id,
+                len: self.footer.records,
+            });
+        }
+        let i = id as usize;
+        let (a, b) = (
+            self.offsets.get(i) as usize,
+            self.offsets.get(i + 1) as usize,
+        );
+        let stored = &self.pool[a..b];
+        let (payload, crc) = if self.footer.flags & FLAG_RECORD_CRC != 0 {
+            let (p, c) = stored.split_at(stored.len() - 4);
+            (p, Some(u32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+        } else {
+            (stored, None)
+        };
+        match &self.decoder {
+            None => {
+                out.clear();
+                out.extend_from_slice(payload);
+            }
+            Some(d) => d
+                .decode(payload, self.footer.max_record, out)
+                .map_err(|e| Error::Corrupt {
+                    offset: a as u64,
+                    detail: format!("record {id}: {e}"),
+                })?,
+        }
+        if let Some(stored) = crc {
+            let computed = crc32c::crc32c(out);
+            if computed != stored {
+                out.clear();
+                return Err(Error::ChecksumMismatch {
+                    region: format!("record {id}"),
+                    stored,
+                    computed,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Calls `f(id, record)` for every record in id order, reusing one
+    /// buffer; stops early when `f` returns false.
+    pub fn scan(&self, mut f: impl FnMut(u64, &[u8]) -> bool) -> Result<()> {
+        let mut buf = Vec::new();
+        for id in 0..self.footer.records {
+            self.get(id, &mut buf)?;
+            if !f(id, &buf) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks every byte: the pool checksum and every record's own.
+    pub fn verify(&self) -> Result<()> {
+        let computed = crc32c::crc32c(self.padded_pool);
+        if computed != self.footer.pool_crc {
+            return Err(Error::ChecksumMismatch {
+                region: "pool".into(),
+                stored: self.footer.pool_crc,
+                computed,
+            });
+        }
+        self.scan(|_, _| true)
+    }
+}

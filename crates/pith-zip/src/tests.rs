@@ -1,0 +1,239 @@
+//! Round trips for every codec, edge cases, and corruption of every region.
+
+use proptest::prelude::*;
+
+use crate::{build_to_vec, Codec, CodecChoice, Error, Options, Store};
+
+/// Copies `bytes` into an 8-byte aligned buffer.
+fn aligned(bytes: &[u8]) -> Vec<u64> {
+    let mut words = vec![0u64; bytes.len().div_ceil(8)];
+    bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..bytes.len()].copy_from_slice(bytes);
+    words
+}
+
+fn view(words: &[u64], len: usize) -> &[u8] {
+    &bytemuck::cast_slice::<u64, u8>(words)[..len]
+}
+
+fn options(codec: CodecChoice) -> Options {
+    Options {
+        codec,
+        zstd_level: 3,
+        ..Options::default()
+    }
+}
+
+fn roundtrip(records: &[Vec<u8>], codec: CodecChoice) -> Codec {
+    let (bytes, stats) = build_to_vec(records, &options(codec)).unwrap();
+    assert_eq!(stats.store_bytes as usize, bytes.len());
+    let words = aligned(&bytes);
+    let store = Store::open(view(&words, bytes.len())).unwrap();
+    assert_eq!(store.len(), records.len() as u64);
+    let mut out = vec![9, 9, 9];
+    for (i, r) in records.iter().enumerate() {
+        store.get(i as u64, &mut out).unwrap();
+        assert_eq!(&out, r, "record {i}");
+    }
+    assert!(matches!(
+        store.get(records.len() as u64, &mut out),
+        Err(Error::IdOutOfRange { .. })
+    ));
+    let mut seen = 0;
+    store
+        .scan(|id, r| {
+            assert_eq!(r, records[id as usize].as_slice());
+            seen += 1;
+            true
+        })
+        .unwrap();
+    assert_eq!(seen, records.len());
+    store.verify().unwrap();
+    store.codec()
+}
+
+const ALL: [CodecChoice; 3] = [
+    CodecChoice::Auto,
+    CodecChoice::Force(Codec::Plain),
+    CodecChoice::Force(Codec::ZstdDict),
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_codec_roundtrips(records in proptest::collection::vec(
+        prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..300),
+            "(Package: [a-z]{1,8}\nVersion: [0-9]\\.[0-9]\n){1,5}".prop_map(String::into_bytes),
+        ], 0..120)) {
+        for codec in ALL {
+            roundtrip(&records, codec);
+        }
+    }
+}
+
+fn text_records(n: usize) -> Vec<Vec<u8>> {
+    (0..n)
+        .map(|i| format!("Package: lib{}-dev\nVersion: {}.{}-{}\nDepends: libc6 (>= 2.{}), zlib1g\nDescription: development files for lib{}\n", i % 97, i % 7, i % 13, i % 3, i % 40, i % 97).into_bytes())
+        .collect()
+}
+
+#[test]
+fn edge_cases() {
+    for codec in ALL {
+        roundtrip(&[], codec);
+        roundtrip(&[vec![]], codec);
+        roundtrip(&[vec![], vec![], vec![1]], codec);
+        roundtrip(&vec![b"same record".to_vec(); 500], codec);
+    }
+}
+
+#[test]
+fn auto_picks_zstd_for_text_and_plain_for_noise() {
+    assert_eq!(
+        roundtrip(&text_records(3000), CodecChoice::Auto),
+        Codec::ZstdDict
+    );
+    let mut x = 0x2545_F491_4F6C_DD1Du64;
+    let noise: Vec<Vec<u8>> = (0..500)
+        .map(|_| {
+            (0..200)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect()
+        })
+        .collect();
+    assert_eq!(roundtrip(&noise, CodecChoice::Auto), Codec::Plain);
+}
+
+#[test]
+fn text_compresses() {
+    let records = text_records(5000);
+    let (bytes, stats) = build_to_vec(&records, &options(CodecChoice::Auto)).unwrap();
+    assert!(
+        bytes.len() * 3 < stats.raw_bytes as usize,
+        "{} of {}",
+        bytes.len(),
+        stats.raw_bytes
+    );
+}
+
+#[test]
+fn huge_record() {
+    let big: Vec<u8> = (0..70u32 << 20)
+        .map(|i| (i % 251) as u8 ^ (i >> 20) as u8)
+        .collect();
+    let records = vec![b"small".to_vec(), big, vec![]];
+    for codec in [
+        CodecChoice::Force(Codec::Plain),
+        CodecChoice::Force(Codec::ZstdDict),
+    ] {
+        let (bytes, _) = build_to_vec(
+            &records,
+            &Options {
+                zstd_level: 1,
+                ..options(codec)
+            },
+        )
+        .unwrap();
+        let words = aligned(&bytes);
+        let store = Store::open(view(&words, bytes.len())).unwrap();
+        let mut out = Vec::new();
+        store.get(1, &mut out).unwrap();
+        assert!(out == records[1]);
+    }
+}
+
+#[test]
+fn changing_source_is_an_error() {
+    let mut calls = 0;
+    let err = crate::build(
+        || {
+            calls += 1;
+            (0..calls).map(|i| vec![i as u8])
+        },
+        &Options::default(),
+        Vec::new(),
+    )
+    .unwrap_err();
+    assert!(matches!(err, Error::InputChanged));
+}
+
+/// Every flipped byte is caught by open, by get (record crc) or by verify;
+/// nothing panics and no get returns wrong bytes.
+#[test]
+fn every_byte_flip_is_caught() {
+    for codec in [
+        CodecChoice::Force(Codec::Plain),
+        CodecChoice::Force(Codec::ZstdDict),
+    ] {
+        let records = text_records(300);
+        let (good, _) = build_to_vec(&records, &options(codec)).unwrap();
+        for i in (0..good.len()).step_by(3) {
+            let mut bytes = good.clone();
+            bytes[i] ^= 0x04;
+            let words = aligned(&bytes);
+            let Ok(store) = Store::open(view(&words, bytes.len())) else {
+                continue;
+            };
+            let mut out = Vec::new();
+            let mut any_error = false;
+            for (id, r) in records.iter().enumerate() {
+                match store.get(id as u64, &mut out) {
+                    Ok(()) => assert_eq!(
+                        &out, r,
+                        "byte {i} flipped: record {id} decoded wrong without an error"
+                    ),
+                    Err(_) => any_error = true,
+                }
+            }
+            assert!(
+                any_error || store.verify().is_err(),
+                "byte {i} flip not detected"
+            );
+        }
+    }
+}
+
+#[test]
+fn truncation_and_misalignment() {
+    let (good, _) = build_to_vec(&text_records(100), &options(CodecChoice::Auto)).unwrap();
+    for len in [0, 10, 79, 80, good.len() / 2, good.len() - 1] {
+        let words = aligned(&good[..len]);
+        assert!(Store::open(view(&words, len)).is_err(), "len {len}");
+    }
+    let words = aligned(&[&[0u8][..], &good].concat());
+    assert!(matches!(
+        Store::open(&view(&words, good.len() + 1)[1..]),
+        Err(Error::Misaligned)
+    ));
+}
+
+#[test]
+fn fuzz_entry_point_smoke() {
+    let (good, _) = build_to_vec(&text_records(50), &options(CodecChoice::Auto)).unwrap();
+    crate::fuzz::open_and_get(&good);
+    crate::fuzz::open_and_get(&[]);
+    let mut state = 3u64;
+    for len in (0..400).step_by(7) {
+        let data: Vec<u8> = (0..len)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (state >> 33) as u8
+            })
+            .collect();
+        crate::fuzz::open_and_get(&data);
+    }
+}
+
+#[test]
+fn store_is_send_and_sync() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Store<'static>>();
+}
