@@ -46,6 +46,8 @@ enum Command {
 enum BenchCommand {
     /// The key index: pith-trie against fst::Map over the same keys.
     Trie(bench::trie::Args),
+    /// The record store: pith-zip against block-compressed and per-record baselines.
+    Zip(bench::zip::Args),
 }
 
 fn main() -> ExitCode {
@@ -54,6 +56,9 @@ fn main() -> ExitCode {
         Command::Bench {
             which: BenchCommand::Trie(args),
         } => bench::trie::run(&args),
+        Command::Bench {
+            which: BenchCommand::Zip(args),
+        } => bench::zip::run(&args),
         Command::Trie { which } => trie_cmd::run(&which),
     };
     match result {

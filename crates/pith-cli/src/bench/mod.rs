@@ -2,6 +2,7 @@
 //! inputs, prints a table and ends with one JSON line of figures.
 
 pub mod trie;
+pub mod zip;
 
 use std::hint::black_box;
 use std::time::Instant;
