@@ -8,6 +8,7 @@ mod bench;
 mod input;
 mod stats;
 mod trie_cmd;
+mod zip_cmd;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -35,6 +36,11 @@ enum Command {
         #[command(subcommand)]
         which: trie_cmd::TrieCommand,
     },
+    /// Standalone record-store files: build from JSON Lines values, get by id.
+    Zip {
+        #[command(subcommand)]
+        which: zip_cmd::ZipCommand,
+    },
     /// Benchmarks that run PithDB and its peers side by side.
     Bench {
         #[command(subcommand)]
@@ -60,6 +66,7 @@ fn main() -> ExitCode {
             which: BenchCommand::Zip(args),
         } => bench::zip::run(&args),
         Command::Trie { which } => trie_cmd::run(&which),
+        Command::Zip { which } => zip_cmd::run(&which),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
