@@ -43,8 +43,22 @@ use crate::perm::Perm;
 use crate::symbols::LabelCmp;
 use crate::words::{corrupt, WordReader};
 
+/// The root's children by first byte, computed at open (3 KiB in memory,
+/// nothing on disk). Every lookup starts at the root, whose node is the
+/// widest; the table replaces its binary search and the select that finds
+/// the next level's children with two array reads.
+#[derive(Clone, Debug)]
+pub(crate) struct RootIndex {
+    /// Edge of the root child labelled `b`, or `NO_EDGE`.
+    edge: [u32; 256],
+    /// Child edge range of that child's node (empty for a leaf).
+    range: [(u32, u32); 256],
+}
+
+const NO_EDGE: u32 = u32::MAX;
+
 /// A static succinct trie over borrowed bytes (zero-copy).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Trie<'a> {
     pub(crate) num_keys: usize,
     pub(crate) root_terminal: bool,
@@ -52,6 +66,7 @@ pub struct Trie<'a> {
     pub(crate) labels: Labels<'a>,
     pub(crate) perm: Perm<'a>,
     pub(crate) size: usize,
+    root: Box<RootIndex>,
 }
 
 /// Sizes of a trie's parts in bytes, for reports.
@@ -105,15 +120,30 @@ impl<'a> Trie<'a> {
         if !r.is_empty() {
             return Err(corrupt(r.offset(), "trailing bytes after the last section"));
         }
-        let trie = Trie {
+        let mut trie = Trie {
             num_keys,
             root_terminal,
             edges,
             labels,
             perm,
             size: bytes.len(),
+            root: Box::new(RootIndex {
+                edge: [NO_EDGE; 256],
+                range: [(0, 0); 256],
+            }),
         };
         trie.validate(num_edges)?;
+        if num_edges > 0 {
+            let (s, t) = trie.children(0);
+            for e in s..t {
+                let b = trie.edges.label(e) as usize;
+                trie.root.edge[b] = e as u32;
+                if trie.edges.bit(HAS_CHILD, e) {
+                    let (cs, ct) = trie.children(trie.child_node(e));
+                    trie.root.range[b] = (cs as u32, ct as u32);
+                }
+            }
+        }
         Ok(trie)
     }
 
@@ -267,15 +297,15 @@ impl<'a> Trie<'a> {
         if key.is_empty() {
             return self.root_terminal.then(|| self.perm.get(0) as u64);
         }
-        if self.edges.len() == 0 {
+        let first = key[0] as usize;
+        let e = self.root.edge[first];
+        if e == NO_EDGE {
             return None;
         }
-        let mut k = 0;
-        let mut pos = 0;
+        let mut e = e as usize;
+        let mut pos = 1;
+        let mut range = Some(self.root.range[first]);
         loop {
-            let (s, t) = self.children(k);
-            let e = self.edges.find(s, t, key[pos])?;
-            pos += 1;
             match self.cmp_tail(e, &key[pos..]) {
                 LabelCmp::Prefix(n) => pos += n,
                 _ => return None,
@@ -286,7 +316,12 @@ impl<'a> Trie<'a> {
             if !self.edges.bit(HAS_CHILD, e) {
                 return None;
             }
-            k = self.child_node(e);
+            let (s, t) = match range.take() {
+                Some((s, t)) => (s as usize, t as usize),
+                None => self.children(self.child_node(e)),
+            };
+            e = self.edges.find(s, t, key[pos])?;
+            pos += 1;
         }
     }
 
