@@ -241,35 +241,6 @@ impl<'a> BitVec<'a> {
         let w = 8 * lo + k;
         w * 64 + select_in_word(self.bits[w], rem as u32) as usize
     }
-
-    /// Position of the first one at or after `i`, or `len` if none.
-    #[inline(always)]
-    pub(crate) fn next_one(&self, i: usize) -> usize {
-        if i >= self.len {
-            return self.len;
-        }
-        let mut w = i / 64;
-        let word = self.bits[w] & !((1u64 << (i % 64)) - 1);
-        if word != 0 {
-            return w * 64 + word.trailing_zeros() as usize;
-        }
-        // Scan a few words, then fall back to rank + select.
-        for _ in 0..4 {
-            w += 1;
-            if w >= self.bits.len() {
-                return self.len;
-            }
-            if self.bits[w] != 0 {
-                return (w * 64 + self.bits[w].trailing_zeros() as usize).min(self.len);
-            }
-        }
-        let r = self.rank1((w * 64).min(self.len));
-        if r >= self.ones {
-            self.len
-        } else {
-            self.select1(r)
-        }
-    }
 }
 
 /// `SELECT_IN_BYTE[r * 256 + b]`: position of the `r`-th set bit of byte `b`
@@ -344,8 +315,6 @@ mod tests {
                     prop_assert_eq!(bv.select1(ones), i);
                     ones += 1;
                 }
-                let next = bits[i..].iter().position(|&x| x).map_or(bits.len(), |p| p + i);
-                prop_assert_eq!(bv.next_one(i), next);
             }
             prop_assert_eq!(bv.rank1(bits.len()), ones);
             prop_assert_eq!(bv.ones(), ones);

@@ -1,15 +1,25 @@
 //! The label store: the second and later bytes of every multi-byte edge label.
 //!
-//! Layout: `symbols | offsets: EliasFano (count + 1 values) | pool (byte array)`.
-//! Label `i` is `pool[offsets[i] .. offsets[i + 1]]`, encoded by the symbol
-//! table (see [`crate::symbols`]). [`Labels::read`] checks that the offsets
-//! start at 0, never decrease and end at the pool length, so every slice
-//! taken by a query is in bounds.
+//! Layout: `symbols | bases | deltas | pool (byte array)`. The `count + 1`
+//! offsets are `offset[i] = bases[i / 64] + deltas[i]`, with `bases` a
+//! packed array of width `bits_for(pool length)` and `deltas` a packed array
+//! of width `bits_for(largest delta)`. Label `i` is
+//! `pool[offset[i] .. offset[i + 1]]`, encoded by the symbol table (see
+//! [`crate::symbols`]). [`Labels::read`] checks that the offsets start at 0,
+//! never decrease and end at the pool length, so every slice taken by a
+//! query is in bounds.
+//!
+//! Sampled bases with packed deltas rather than Elias-Fano: a label's extent
+//! is then two plain reads instead of a select, which a lookup pays at every
+//! trie level with a multi-byte label, for a few more bits per label.
 
-use crate::elias_fano::{write_elias_fano, EliasFano};
 use crate::error::Result;
+use crate::packed::{bits_for, write_packed, Packed};
 use crate::symbols::{LabelCmp, SymbolTable, Symbols};
 use crate::words::{corrupt, push_bytes, WordReader};
+
+/// Offsets per sampled base.
+const SAMPLE: usize = 64;
 
 /// Encodes labels into a store.
 pub(crate) fn write_labels<'k>(
@@ -25,7 +35,18 @@ pub(crate) fn write_labels<'k>(
         offsets.push(pool.len() as u64);
     }
     table.write(out);
-    write_elias_fano(out, &offsets);
+    let bases: Vec<u64> = offsets.iter().step_by(SAMPLE).copied().collect();
+    let deltas: Vec<u64> = offsets
+        .iter()
+        .enumerate()
+        .map(|(i, v)| v - bases[i / SAMPLE])
+        .collect();
+    write_packed(out, &bases, bits_for(pool.len() as u64));
+    write_packed(
+        out,
+        &deltas,
+        bits_for(deltas.iter().copied().max().unwrap_or(0)),
+    );
     push_bytes(out, &pool);
 }
 
@@ -33,7 +54,8 @@ pub(crate) fn write_labels<'k>(
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Labels<'a> {
     symbols: Symbols<'a>,
-    offsets: EliasFano<'a>,
+    bases: Packed<'a>,
+    deltas: Packed<'a>,
     pool: &'a [u8],
 }
 
@@ -41,21 +63,26 @@ impl<'a> Labels<'a> {
     pub(crate) fn read(r: &mut WordReader<'a>, count: usize) -> Result<Self> {
         let off = r.offset();
         let symbols = Symbols::read(r)?;
-        let offsets = EliasFano::read(r, "label offsets")?;
+        let bases = Packed::read(r, "label offset bases")?;
+        let deltas = Packed::read(r, "label offset deltas")?;
         let pool = r.bytes("label pool")?;
-        if offsets.len() != count + 1 {
-            return Err(corrupt(
-                off,
-                format!(
-                    "label offsets hold {} entries, expected {}",
-                    offsets.len(),
-                    count + 1
-                ),
-            ));
+        if deltas.len() != count + 1 || bases.len() != deltas.len().div_ceil(SAMPLE) {
+            let detail = format!(
+                "label offsets hold {} entries, expected {}",
+                deltas.len(),
+                count + 1
+            );
+            return Err(corrupt(off, detail));
         }
+        let labels = Labels {
+            symbols,
+            bases,
+            deltas,
+            pool,
+        };
         let mut prev = 0;
-        for i in 0..offsets.len() {
-            let v = offsets.get(i);
+        for i in 0..deltas.len() {
+            let v = labels.offset(i);
             if (i == 0 && v != 0) || v < prev {
                 return Err(corrupt(off, format!("label offset {i} out of order")));
             }
@@ -64,11 +91,7 @@ impl<'a> Labels<'a> {
         if prev != pool.len() as u64 {
             return Err(corrupt(off, "label offsets do not end at the pool length"));
         }
-        Ok(Labels {
-            symbols,
-            offsets,
-            pool,
-        })
+        Ok(labels)
     }
 
     pub(crate) fn size_bytes(&self) -> usize {
@@ -77,7 +100,11 @@ impl<'a> Labels<'a> {
         } else {
             0
         };
-        8 + table + self.offsets.size_bytes() + 8 + self.pool.len().div_ceil(8) * 8
+        8 + table
+            + self.bases.size_bytes()
+            + self.deltas.size_bytes()
+            + 8
+            + self.pool.len().div_ceil(8) * 8
     }
 
     pub(crate) fn symbols(&self) -> Symbols<'a> {
@@ -89,8 +116,13 @@ impl<'a> Labels<'a> {
     }
 
     #[inline(always)]
+    fn offset(&self, i: usize) -> u64 {
+        self.bases.get(i / SAMPLE).wrapping_add(self.deltas.get(i))
+    }
+
+    #[inline(always)]
     fn code(&self, i: usize) -> &'a [u8] {
-        let (a, b) = self.offsets.get_pair(i);
+        let (a, b) = (self.offset(i), self.offset(i + 1));
         self.pool.get(a as usize..b as usize).unwrap_or(&[])
     }
 

@@ -76,7 +76,6 @@ mod builder;
 mod cpu;
 mod cursor;
 mod edges;
-mod elias_fano;
 mod error;
 mod format;
 pub mod fuzz;
