@@ -454,3 +454,31 @@ fn trailing_bytes_and_reserved_header_bytes_are_rejected() {
     fix_checksums(&mut reserved);
     assert!(Trie::open(AlignedBytes::copy_from(&reserved).as_bytes()).is_err());
 }
+
+#[test]
+fn large_trie_top_level_index_matches_model() {
+    // Enough edges for the second-level index; varied first and second bytes.
+    let keys: BTreeSet<Vec<u8>> = (0..30_000u32)
+        .map(|i| {
+            let a = b"abcdefghijklmnopqrstuvwxyz0123456789"[(i % 36) as usize];
+            let b = (i.wrapping_mul(2_654_435_761) >> 24) as u8;
+            let mut k = vec![a, b];
+            k.extend_from_slice(format!("/{}", i / 7).as_bytes());
+            k
+        })
+        .collect();
+    let bytes = trie_of(&keys);
+    assert!(Trie::open(bytes.as_bytes()).unwrap().num_edges() >= 4096);
+    let mut probes: Vec<Vec<u8>> = Vec::new();
+    for (i, k) in keys.iter().enumerate().step_by(2503) {
+        probes.push(k[..1].to_vec());
+        probes.push(k[..2].to_vec());
+        let mut absent = k.clone();
+        absent[1] = absent[1].wrapping_add(1 + (i % 3) as u8);
+        probes.push(absent);
+        probes.push([k.as_slice(), b"x"].concat());
+    }
+    probes.push(vec![0xFF, 0xFF]);
+    probes.push(vec![b'a']);
+    check_against_model(&keys, &probes);
+}

@@ -43,19 +43,30 @@ use crate::perm::Perm;
 use crate::symbols::LabelCmp;
 use crate::words::{corrupt, WordReader};
 
-/// The root's children by first byte, computed at open (3 KiB in memory,
-/// nothing on disk). Every lookup starts at the root, whose node is the
-/// widest; the table replaces its binary search and the select that finds
-/// the next level's children with two array reads.
+/// The top two levels by byte, computed at open (nothing on disk). Every
+/// lookup starts at the root, and the top nodes are the widest; the tables
+/// replace their binary searches and the selects that find the next level's
+/// children with array reads. The second level costs 3 KiB per root child
+/// with children, so it is built only for tries of at least
+/// [`SECOND_LEVEL_MIN_EDGES`] edges, where it measurably pays.
 #[derive(Clone, Debug)]
 pub(crate) struct RootIndex {
     /// Edge of the root child labelled `b`, or `NO_EDGE`.
     edge: [u32; 256],
     /// Child edge range of that child's node (empty for a leaf).
     range: [(u32, u32); 256],
+    /// Row of the second-level tables for root child `b`, or `NO_ROW`.
+    row: [u16; 256],
+    /// `second_edge[row * 256 + c]`: the child labelled `c` of that root
+    /// child's node, or `NO_EDGE`.
+    second_edge: Vec<u32>,
+    /// Child edge range of that edge's node.
+    second_range: Vec<(u32, u32)>,
 }
 
 const NO_EDGE: u32 = u32::MAX;
+const NO_ROW: u16 = u16::MAX;
+const SECOND_LEVEL_MIN_EDGES: usize = 4096;
 
 /// A static succinct trie over borrowed bytes (zero-copy).
 #[derive(Clone, Debug)]
@@ -130,6 +141,9 @@ impl<'a> Trie<'a> {
             root: Box::new(RootIndex {
                 edge: [NO_EDGE; 256],
                 range: [(0, 0); 256],
+                row: [NO_ROW; 256],
+                second_edge: Vec::new(),
+                second_range: Vec::new(),
             }),
         };
         trie.validate(num_edges)?;
@@ -141,10 +155,30 @@ impl<'a> Trie<'a> {
                 if trie.edges.bit(HAS_CHILD, e) {
                     let (cs, ct) = trie.children(trie.child_node(e));
                     trie.root.range[b] = (cs as u32, ct as u32);
+                    if num_edges >= SECOND_LEVEL_MIN_EDGES {
+                        trie.index_second_level(b, cs, ct);
+                    }
                 }
             }
         }
         Ok(trie)
+    }
+
+    /// Fills the second-level row of root child `b`, whose node's child
+    /// edges are `s..t`.
+    fn index_second_level(&mut self, b: usize, s: usize, t: usize) {
+        let row = self.root.second_edge.len() / 256;
+        self.root.row[b] = row as u16;
+        self.root.second_edge.resize((row + 1) * 256, NO_EDGE);
+        self.root.second_range.resize((row + 1) * 256, (0, 0));
+        for e in s..t {
+            let at = row * 256 + self.edges.label(e) as usize;
+            self.root.second_edge[at] = e as u32;
+            if self.edges.bit(HAS_CHILD, e) {
+                let (cs, ct) = self.children(self.child_node(e));
+                self.root.second_range[at] = (cs as u32, ct as u32);
+            }
+        }
     }
 
     fn validate(&self, num_edges: usize) -> Result<()> {
@@ -305,6 +339,7 @@ impl<'a> Trie<'a> {
         let mut e = e as usize;
         let mut pos = 1;
         let mut range = Some(self.root.range[first]);
+        let mut row = self.root.row[first];
         loop {
             match self.cmp_tail(e, &key[pos..]) {
                 LabelCmp::Prefix(n) => pos += n,
@@ -315,6 +350,18 @@ impl<'a> Trie<'a> {
             }
             if !self.edges.bit(HAS_CHILD, e) {
                 return None;
+            }
+            if row != NO_ROW {
+                let at = row as usize * 256 + key[pos] as usize;
+                let next = self.root.second_edge[at];
+                if next == NO_EDGE {
+                    return None;
+                }
+                e = next as usize;
+                range = Some(self.root.second_range[at]);
+                row = NO_ROW;
+                pos += 1;
+                continue;
             }
             let (s, t) = match range.take() {
                 Some((s, t)) => (s as usize, t as usize),
