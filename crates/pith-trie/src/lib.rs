@@ -33,8 +33,9 @@
 //! Ids are key ranks from the start (TerarkDB's breadth-first ids were not,
 //! and its value store had to be rewritten after the index was built):
 //! breadth-first terminal order is mapped to key order by a succinct
-//! permutation whose inverse walks cycles with shortcuts. Not done yet: a
-//! LOUDS-dense (bitmap) encoding of the top levels, which SuRF uses for speed.
+//! permutation whose inverse walks cycles with shortcuts. The top two levels,
+//! where nodes are widest, get byte-indexed tables built at open (in memory
+//! only), the role SuRF gives its LOUDS-dense levels.
 //!
 //! # Example
 //!
