@@ -57,6 +57,12 @@ impl<'a> Store<'a> {
                 ),
             });
         }
+        if f.max_record > f.raw_bytes {
+            return Err(Error::Corrupt {
+                offset: body + 48,
+                detail: "largest record exceeds the total record bytes".into(),
+            });
+        }
         let pool_end = pad8(f.pool_len) as usize;
         let meta = &bytes[pool_end..body as usize];
         let computed = crc32c::crc32c(meta);

@@ -237,3 +237,31 @@ fn store_is_send_and_sync() {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Store<'static>>();
 }
+
+/// A footer whose size fields are huge (with its checksum fixed) must give
+/// an error, not an allocation abort.
+#[test]
+fn huge_claimed_sizes_are_errors() {
+    let (good, _) = build_to_vec(
+        &text_records(50),
+        &options(CodecChoice::Force(Codec::ZstdDict)),
+    )
+    .unwrap();
+    let f = good.len() - 80;
+    for (max_record, raw) in [(u64::MAX, u64::MAX), (u64::MAX, 1), (1 << 50, 1 << 50)] {
+        let mut bytes = good.clone();
+        bytes[f + 48..f + 56].copy_from_slice(&max_record.to_le_bytes());
+        bytes[f + 56..f + 64].copy_from_slice(&raw.to_le_bytes());
+        let crc = crc32c::crc32c(&bytes[f..f + 76]);
+        bytes[f + 76..f + 80].copy_from_slice(&crc.to_le_bytes());
+        let words = aligned(&bytes);
+        if let Ok(store) = Store::open(view(&words, bytes.len())) {
+            let mut out = Vec::new();
+            // Frames claim their true sizes, which are fine; every record must
+            // still decode correctly or fail cleanly.
+            for id in 0..store.len() {
+                let _ = store.get(id, &mut out);
+            }
+        }
+    }
+}

@@ -104,7 +104,11 @@ impl Decoder {
             )));
         }
         out.clear();
-        out.reserve(size as usize);
+        // try_reserve: a crafted size must give an error, never an abort.
+        let size_usize =
+            usize::try_from(size).map_err(|_| Error::Zstd(format!("frame claims {size} bytes")))?;
+        out.try_reserve(size_usize)
+            .map_err(|_| Error::Zstd(format!("cannot allocate {size} bytes for a record")))?;
         DCTX.with(|cell| {
             let mut slot = cell.borrow_mut();
             if slot.is_none() {
@@ -126,5 +130,48 @@ impl Decoder {
             }
             Ok(())
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn content_size_follows_the_frame_header() {
+        let mut enc = Encoder::new(&[], 3).unwrap();
+        for len in [0usize, 1, 255, 256, 300, 65_791, 70_000, 1 << 20] {
+            let record = vec![7u8; len];
+            let mut frame = Vec::new();
+            enc.encode(&record, &mut frame).unwrap();
+            assert_eq!(content_size(&frame), Some(len as u64), "len {len}");
+            let mut out = Vec::new();
+            Decoder::new(&[])
+                .decode(&frame, len as u64, &mut out)
+                .unwrap();
+            assert_eq!(out, record);
+            if len > 0 {
+                // One byte above the store's largest record is rejected.
+                assert!(Decoder::new(&[])
+                    .decode(&frame, len as u64 - 1, &mut out)
+                    .is_err());
+            }
+        }
+    }
+
+    #[test]
+    fn absurd_claimed_sizes_are_errors_not_aborts() {
+        // Frame header: 8-byte content size, single segment; then garbage.
+        for claimed in [u64::MAX, u64::MAX / 2, 1 << 45] {
+            let mut frame = vec![0xE0];
+            frame.extend_from_slice(&claimed.to_le_bytes());
+            frame.extend_from_slice(&[0, 0, 0]);
+            let mut out = Vec::new();
+            assert!(Decoder::new(&[])
+                .decode(&frame, u64::MAX, &mut out)
+                .is_err());
+        }
+        assert_eq!(content_size(&[]), None);
+        assert_eq!(content_size(&[0xC0]), None);
     }
 }
