@@ -13,7 +13,7 @@
 use std::io::Write;
 
 use crate::error::{Error, Result};
-use crate::format::{pad8, Codec, Footer, FLAG_RECORD_CRC};
+use crate::format::{Codec, Footer, FLAG_RECORD_CRC};
 use crate::offsets::write_offsets;
 use crate::zstd_codec::Encoder;
 
@@ -214,11 +214,11 @@ where
         return Err(Error::InputChanged);
     }
     let pool_len = out.written;
-    let padding = &[0u8; 8][..(pad8(pool_len) - pool_len) as usize];
+    let padding = &[0u8; 8][..(pool_len.next_multiple_of(8) - pool_len) as usize];
     pool_crc = crc32c::crc32c_append(pool_crc, padding);
     out.write_all(padding)?;
     let mut meta = dict.clone();
-    meta.resize(pad8(dict.len() as u64) as usize, 0);
+    meta.resize(dict.len().next_multiple_of(8), 0);
     let mut words = Vec::new();
     write_offsets(&mut words, &offsets);
     meta.extend_from_slice(bytemuck::cast_slice(&words));

@@ -23,6 +23,10 @@ pub const MAGIC: [u8; 8] = *b"PITHZIP\0";
 pub(crate) const FOOTER_BYTES: usize = 80;
 pub(crate) const VERSION: u32 = 1;
 pub(crate) const FLAG_RECORD_CRC: u32 = 1;
+/// The most record bytes one byte of encoded record may decode to, plus one
+/// per record. zstd's worst case (an RLE block: 4 bytes for 128 KiB) is
+/// 32768; the readers reject anything claiming more.
+pub(crate) const MAX_EXPANSION: u64 = 32_768;
 
 /// The codec a store uses. Tag values are never reused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -157,7 +161,8 @@ impl Footer {
     }
 }
 
-/// `n` rounded up to a multiple of 8.
-pub(crate) fn pad8(n: u64) -> u64 {
-    n.div_ceil(8) * 8
+/// `n` rounded up to a multiple of 8, or `None` when that overflows (only
+/// a crafted footer gets there).
+pub(crate) fn pad8(n: u64) -> Option<u64> {
+    n.checked_next_multiple_of(8)
 }

@@ -11,7 +11,7 @@
 //! threads at once (each thread keeps its own zstd context).
 
 use crate::error::{Error, Result};
-use crate::format::{pad8, Codec, Footer, FLAG_RECORD_CRC, FOOTER_BYTES};
+use crate::format::{pad8, Codec, Footer, FLAG_RECORD_CRC, FOOTER_BYTES, MAX_EXPANSION};
 use crate::offsets::Offsets;
 use crate::zstd_codec::Decoder;
 
@@ -44,26 +44,58 @@ impl<'a> Store<'a> {
         }
         let f = Footer::decode(bytes)?;
         let body = (bytes.len() - FOOTER_BYTES) as u64;
-        let need = pad8(f.pool_len)
-            .checked_add(pad8(f.dict_len))
+        let corrupt = |offset: u64, detail: String| Error::Corrupt { offset, detail };
+        let (pool_end, dict_end) = match (pad8(f.pool_len), pad8(f.dict_len)) {
+            (Some(p), Some(d)) => (p, d),
+            _ => return Err(corrupt(body + 24, "section sizes overflow".into())),
+        };
+        let need = pool_end
+            .checked_add(dict_end)
             .and_then(|n| n.checked_add(f.offsets_len))
             .filter(|_| f.offsets_len % 8 == 0);
         if need != Some(body) {
-            return Err(Error::Corrupt {
-                offset: body,
-                detail: format!(
+            return Err(corrupt(
+                body,
+                format!(
                     "section sizes (pool {}, dictionary {}, offsets {}) do not fill the {body} bytes before the footer",
                     f.pool_len, f.dict_len, f.offsets_len
                 ),
-            });
+            ));
         }
         if f.max_record > f.raw_bytes {
-            return Err(Error::Corrupt {
-                offset: body + 48,
-                detail: "largest record exceeds the total record bytes".into(),
-            });
+            return Err(corrupt(
+                body + 48,
+                "largest record exceeds the total record bytes".into(),
+            ));
         }
-        let pool_end = pad8(f.pool_len) as usize;
+        // No codec expands a byte of pool into more than MAX_EXPANSION
+        // bytes of records; a footer claiming more is corrupt (this bounds
+        // what a crafted file can make a reader allocate).
+        let crc_bytes = if f.flags & FLAG_RECORD_CRC != 0 {
+            f.records.saturating_mul(4)
+        } else {
+            0
+        };
+        let payload_bytes = f.pool_len.saturating_sub(crc_bytes);
+        let plausible = match f.codec {
+            Codec::Plain => f.raw_bytes == payload_bytes && crc_bytes <= f.pool_len,
+            _ => {
+                f.raw_bytes
+                    <= payload_bytes
+                        .saturating_add(f.records)
+                        .saturating_mul(MAX_EXPANSION)
+            }
+        };
+        if !plausible {
+            return Err(corrupt(
+                body + 56,
+                format!(
+                    "{} record bytes cannot come from a {}-byte pool",
+                    f.raw_bytes, f.pool_len
+                ),
+            ));
+        }
+        let pool_end = pool_end as usize;
         let meta = &bytes[pool_end..body as usize];
         let computed = crc32c::crc32c(meta);
         if computed != f.meta_crc {
@@ -74,9 +106,9 @@ impl<'a> Store<'a> {
             });
         }
         let dict = &meta[..f.dict_len as usize];
-        let words: &[u64] = bytemuck::try_cast_slice(&meta[pad8(f.dict_len) as usize..])
-            .map_err(|_| Error::Misaligned)?;
-        let offsets_at = (pool_end as u64) + pad8(f.dict_len);
+        let words: &[u64] =
+            bytemuck::try_cast_slice(&meta[dict_end as usize..]).map_err(|_| Error::Misaligned)?;
+        let offsets_at = (pool_end as u64) + dict_end;
         let offsets = Offsets::read(words, offsets_at)?;
         let bad = |detail: String| Error::Corrupt {
             offset: offsets_at,
@@ -96,7 +128,7 @@ impl<'a> Store<'a> {
         }
         for i in 1..offsets.len() {
             let v = offsets.get(i);
-            if v < prev + min_len {
+            if v > f.pool_len || prev.checked_add(min_len).is_none_or(|end| v < end) {
                 return Err(bad(format!(
                     "record {} has a negative or too short extent",
                     i - 1
@@ -108,7 +140,9 @@ impl<'a> Store<'a> {
             return Err(bad("offsets do not end at the pool length".into()));
         }
         let decoder = match f.codec {
-            Codec::ZstdDict => Some(Decoder::new(dict)),
+            Codec::ZstdDict => Some(Decoder::new(dict).ok_or_else(|| {
+                corrupt(pool_end as u64, "the zstd dictionary is malformed".into())
+            })?),
             Codec::Plain => None,
         };
         Ok(Store {
@@ -221,6 +255,21 @@ impl<'a> Store<'a> {
                 computed,
             });
         }
-        self.scan(|_, _| true)
+        let (mut total, mut max) = (0u64, 0u64);
+        self.scan(|_, r| {
+            total += r.len() as u64;
+            max = max.max(r.len() as u64);
+            true
+        })?;
+        if total != self.footer.raw_bytes || max != self.footer.max_record {
+            return Err(Error::Corrupt {
+                offset: self.size as u64 - FOOTER_BYTES as u64,
+                detail: format!(
+                    "records decode to {total} bytes (largest {max}); the footer says {} (largest {})",
+                    self.footer.raw_bytes, self.footer.max_record
+                ),
+            });
+        }
+        Ok(())
     }
 }

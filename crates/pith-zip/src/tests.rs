@@ -265,3 +265,102 @@ fn huge_claimed_sizes_are_errors() {
         }
     }
 }
+
+/// Rewrites the offsets section of a plain store without record checksums
+/// to `words`, fixing the metadata and footer checksums, and opens it.
+fn with_offsets(pool: &[u8], offsets: &[u64], records: u64, max_record: u64) -> Result<(), Error> {
+    let mut bytes = pool.to_vec();
+    bytes.resize(pool.len().next_multiple_of(8), 0);
+    let pool_crc = crc32c::crc32c(&bytes);
+    let meta: &[u8] = bytemuck::cast_slice(offsets);
+    bytes.extend_from_slice(meta);
+    let footer = crate::format::Footer {
+        codec: Codec::Plain,
+        records,
+        pool_len: pool.len() as u64,
+        dict_len: 0,
+        offsets_len: meta.len() as u64,
+        max_record,
+        raw_bytes: pool.len() as u64,
+        pool_crc,
+        meta_crc: crc32c::crc32c(meta),
+        flags: 0,
+    };
+    bytes.extend_from_slice(&footer.encode());
+    let words = aligned(&bytes);
+    let store = Store::open(view(&words, bytes.len()))?;
+    let mut out = Vec::new();
+    for id in 0..store.len() {
+        store.get(id, &mut out)?;
+    }
+    store.verify()
+}
+
+/// Offsets that wrap around u64 or point past the pool are rejected at
+/// open (they used to pass in release builds and make `get` panic).
+#[test]
+fn wrapping_offsets_are_rejected() {
+    let pool = b"0123456789abcdef";
+    // count, width, bases[1], deltas (64-bit wide) + 1 spare word.
+    let good = [4, 64, 0, 0, 5, 10, 16, 0];
+    with_offsets(pool, &good, 3, 6).unwrap();
+    for bad in [
+        [4, 64, 0, 0, u64::MAX - 1, 10, 16, 0],
+        [4, 64, 0, 0, 17, 10, 16, 0],
+        [4, 64, 0, 0, 5, 4, 16, 0],
+    ] {
+        let err = with_offsets(pool, &bad, 3, 6).unwrap_err();
+        assert!(matches!(err, Error::Corrupt { .. }), "{bad:?}: {err}");
+    }
+}
+
+/// Section lengths near u64::MAX give an error, not an overflow.
+#[test]
+fn overflowing_section_sizes_are_rejected() {
+    let (good, _) = build_to_vec(&text_records(20), &options(CodecChoice::Auto)).unwrap();
+    let f = good.len() - 80;
+    for (at, v) in [(24, u64::MAX - 3), (32, u64::MAX - 3), (40, u64::MAX - 7)] {
+        let mut bytes = good.clone();
+        bytes[f + at..f + at + 8].copy_from_slice(&v.to_le_bytes());
+        let crc = crc32c::crc32c(&bytes[f..f + 76]);
+        bytes[f + 76..f + 80].copy_from_slice(&crc.to_le_bytes());
+        let words = aligned(&bytes);
+        assert!(
+            Store::open(view(&words, bytes.len())).is_err(),
+            "field {at}"
+        );
+    }
+}
+
+/// A zstd dictionary that starts with zstd's dictionary magic but is
+/// malformed is a typed error at open (zstd would otherwise abort).
+#[test]
+fn malformed_zstd_dictionary_is_an_error() {
+    let records = text_records(2000);
+    let (good, stats) =
+        build_to_vec(&records, &options(CodecChoice::Force(Codec::ZstdDict))).unwrap();
+    assert!(stats.dict_bytes > 64);
+    let f = good.len() - 80;
+    let pool_len = u64::from_le_bytes(good[f + 24..f + 32].try_into().unwrap()) as usize;
+    let dict_at = pool_len.next_multiple_of(8);
+    let mut bytes = good.clone();
+    // Keep the magic, wreck the entropy tables that follow it.
+    for b in &mut bytes[dict_at + 8..dict_at + 64] {
+        *b = 0xFF;
+    }
+    let meta_crc = crc32c::crc32c(&bytes[dict_at..f]);
+    bytes[f + 68..f + 72].copy_from_slice(&meta_crc.to_le_bytes());
+    let crc = crc32c::crc32c(&bytes[f..f + 76]);
+    bytes[f + 76..f + 80].copy_from_slice(&crc.to_le_bytes());
+    let words = aligned(&bytes);
+    if let Ok(store) = Store::open(view(&words, bytes.len())) {
+        // zstd may accept the bytes as a raw-content dictionary; then every
+        // record must fail its checksum or decode right.
+        let mut out = Vec::new();
+        for (id, r) in records.iter().enumerate() {
+            if store.get(id as u64, &mut out).is_ok() {
+                assert_eq!(&out, r);
+            }
+        }
+    }
+}

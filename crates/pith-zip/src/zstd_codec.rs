@@ -14,6 +14,7 @@ use std::cell::RefCell;
 use zstd::zstd_safe::{self, CParameter, DParameter, FrameFormat};
 
 use crate::error::{Error, Result};
+use crate::format::MAX_EXPANSION;
 
 fn zerr(code: usize) -> Error {
     Error::Zstd(zstd_safe::get_error_name(code).to_string())
@@ -88,28 +89,36 @@ thread_local! {
 }
 
 impl Decoder {
-    pub(crate) fn new(dict: &[u8]) -> Self {
-        Decoder {
-            ddict: zstd_safe::DDict::create(dict),
-        }
+    /// `None` when zstd rejects the dictionary.
+    pub(crate) fn new(dict: &[u8]) -> Option<Self> {
+        Some(Decoder {
+            ddict: zstd_safe::DDict::try_create(dict)?,
+        })
     }
 
     /// Replaces `out` with the decoded frame; `max` bounds the content size.
     pub(crate) fn decode(&self, frame: &[u8], max: u64, out: &mut Vec<u8>) -> Result<()> {
+        out.clear();
         let size = content_size(frame)
             .ok_or_else(|| Error::Zstd("frame header lacks the content size".into()))?;
+        let bound = (frame.len() as u64 + 1).saturating_mul(MAX_EXPANSION);
+        if size > bound {
+            return Err(Error::Zstd(format!(
+                "a {}-byte frame claims {size} bytes",
+                frame.len()
+            )));
+        }
         if size > max {
             return Err(Error::Zstd(format!(
                 "frame claims {size} bytes, more than the store's largest record ({max})"
             )));
         }
-        out.clear();
         // try_reserve: a crafted size must give an error, never an abort.
         let size_usize =
             usize::try_from(size).map_err(|_| Error::Zstd(format!("frame claims {size} bytes")))?;
         out.try_reserve(size_usize)
             .map_err(|_| Error::Zstd(format!("cannot allocate {size} bytes for a record")))?;
-        DCTX.with(|cell| {
+        let mut run = |cell: &RefCell<Option<zstd_safe::DCtx<'static>>>| {
             let mut slot = cell.borrow_mut();
             if slot.is_none() {
                 let mut d = zstd_safe::DCtx::create();
@@ -129,7 +138,12 @@ impl Decoder {
                 )));
             }
             Ok(())
-        })
+        };
+        // During thread teardown the thread-local is gone; use a fresh one.
+        match DCTX.try_with(|cell| run(cell)) {
+            Ok(result) => result,
+            Err(_) => run(&RefCell::new(None)),
+        }
     }
 }
 
@@ -147,12 +161,14 @@ mod tests {
             assert_eq!(content_size(&frame), Some(len as u64), "len {len}");
             let mut out = Vec::new();
             Decoder::new(&[])
+                .unwrap()
                 .decode(&frame, len as u64, &mut out)
                 .unwrap();
             assert_eq!(out, record);
             if len > 0 {
                 // One byte above the store's largest record is rejected.
                 assert!(Decoder::new(&[])
+                    .unwrap()
                     .decode(&frame, len as u64 - 1, &mut out)
                     .is_err());
             }
@@ -168,6 +184,7 @@ mod tests {
             frame.extend_from_slice(&[0, 0, 0]);
             let mut out = Vec::new();
             assert!(Decoder::new(&[])
+                .unwrap()
                 .decode(&frame, u64::MAX, &mut out)
                 .is_err());
         }
