@@ -128,7 +128,7 @@ impl<'a> Store<'a> {
         }
         for i in 1..offsets.len() {
             let v = offsets.get(i);
-            if v > f.pool_len || prev.checked_add(min_len).is_none_or(|end| v < end) {
+            if v > f.pool_len || prev.checked_add(min_len).map_or(true, |end| v < end) {
                 return Err(bad(format!(
                     "record {} has a negative or too short extent",
                     i - 1
