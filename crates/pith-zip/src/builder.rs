@@ -1,27 +1,31 @@
 //! Builds a record store from records in id order, streaming.
 //!
 //! Two passes over the input (the caller supplies a function that restarts
-//! it): the first counts records and keeps an evenly strided sample of at
-//! most [`Options::sample_bytes`]; the codec is chosen and the dictionary
-//! trained on that sample; the second pass encodes each record and writes it
-//! straight to the output.
+//! it): the first counts records, fingerprints them and keeps an evenly
+//! strided sample of at most [`Options::sample_bytes`]; half the sample is
+//! dictionary material, the other half held out to train codes and judge
+//! codecs; the second pass encodes each record, writes it straight to the
+//! output, and checks the input fingerprints the same.
 //!
-//! Memory bound: the sample (default 16 MiB) + the dictionary + 8 bytes per
-//! record for the offsets + one encoded record. It does not grow with the
-//! size of the records.
+//! Memory bound: the sample (default 16 MiB) + the global dictionary (at
+//! most half the sample) and its hash chains (4 bytes per dictionary byte
+//! + 16 MiB of heads) + the zstd dictionary + 8 bytes per record for the
+//! offsets + one encoded record: about 70 MiB at the defaults, whatever the
+//! input size (plus 8 bytes per record).
 
 use std::io::Write;
 
 use crate::error::{Error, Result};
 use crate::format::{Codec, Footer, FLAG_RECORD_CRC};
 use crate::offsets::write_offsets;
+use crate::global;
 use crate::zstd_codec::Encoder;
 
 /// Which codec to use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CodecChoice {
-    /// Try the codecs on the sample and keep the smallest (plain unless
-    /// compression saves at least 10%).
+    /// Try the codecs on held-out records of the sample and keep the
+    /// smallest store (plain unless compression saves at least 10%).
     Auto,
     /// Force one codec.
     Force(Codec),
@@ -35,9 +39,16 @@ pub struct Options {
     /// zstd level for [`Codec::ZstdDict`]; default 19 (records are encoded
     /// once and read many times).
     pub zstd_level: i32,
-    /// Target dictionary size; default 112 KiB (zstd's default). The trained
-    /// dictionary is also capped at a tenth of the sample.
+    /// Target zstd dictionary size; default 112 KiB (zstd's default). The
+    /// trained dictionary is also capped at a tenth of the sample.
     pub dict_bytes: usize,
+    /// Largest dictionary of the [`Codec::Global`] codec, raw bytes drawn
+    /// from the sample (at most half of it); default 8 MiB. It is held in
+    /// memory, inflated, while the store is open.
+    pub global_dict_bytes: usize,
+    /// Hash-chain candidates the global codec's parser examines per
+    /// position; default 32. Higher finds a few more matches, slower.
+    pub global_depth: usize,
     /// Largest sample kept for codec choice and training; default 16 MiB.
     pub sample_bytes: usize,
     /// Store a crc32c of every decoded record after it; default true.
@@ -50,6 +61,8 @@ impl Default for Options {
             codec: CodecChoice::Auto,
             zstd_level: 19,
             dict_bytes: 112 << 10,
+            global_dict_bytes: 8 << 20,
+            global_depth: global::DEFAULT_DEPTH,
             sample_bytes: 16 << 20,
             record_checksums: true,
         }
@@ -67,12 +80,13 @@ pub struct BuildStats {
     pub raw_bytes: u64,
     /// Bytes written, all parts included.
     pub store_bytes: u64,
-    /// Dictionary bytes (included in `store_bytes`).
+    /// Dictionary or model section bytes (included in `store_bytes`).
     pub dict_bytes: u64,
 }
 
 /// An evenly strided sample: keeps every `stride`-th record, doubling the
-/// stride (and halving the sample) whenever it outgrows its budget.
+/// stride (and halving the sample) whenever it outgrows its budget. Records
+/// larger than the budget are never copied.
 struct Sample {
     records: Vec<Vec<u8>>,
     bytes: usize,
@@ -82,7 +96,7 @@ struct Sample {
 
 impl Sample {
     fn offer(&mut self, index: u64, record: &[u8]) {
-        if index % self.stride != 0 {
+        if index % self.stride != 0 || record.len() > self.budget {
             return;
         }
         self.records.push(record.to_vec());
@@ -97,39 +111,121 @@ impl Sample {
             self.stride *= 2;
         }
     }
+
+    /// Splits the sample into dictionary material (even positions) and
+    /// held-out records (odd positions), which train and judge codecs
+    /// without seeing themselves in the dictionary.
+    fn split(&self) -> (Vec<&[u8]>, Vec<&[u8]>) {
+        let mut dict = Vec::new();
+        let mut held = Vec::new();
+        for (i, r) in self.records.iter().enumerate() {
+            if i % 2 == 0 { &mut dict } else { &mut held }.push(r.as_slice());
+        }
+        (dict, held)
+    }
 }
 
-fn train_dictionary(sample: &[Vec<u8>], options: &Options) -> Vec<u8> {
-    let total: usize = sample.iter().map(Vec::len).sum();
+/// At most `budget` bytes of `records`, evenly strided.
+fn strided<'r>(records: &[&'r [u8]], budget: usize) -> Vec<&'r [u8]> {
+    let total: usize = records.iter().map(|r| r.len()).sum();
+    let step = total.div_ceil(budget.max(1)).max(1);
+    let mut out = Vec::new();
+    let mut taken = 0;
+    for r in records.iter().step_by(step) {
+        if taken + r.len() > budget {
+            break;
+        }
+        taken += r.len();
+        out.push(*r);
+    }
+    out
+}
+
+fn train_zstd_dictionary(material: &[&[u8]], options: &Options) -> Vec<u8> {
+    let total: usize = material.iter().map(|r| r.len()).sum();
     let size = options.dict_bytes.min(total / 10);
-    if size < 256 || sample.len() < 8 {
+    if size < 256 || material.len() < 8 {
         return Vec::new();
     }
     // Training fails on too little or too uniform data; no dictionary then.
-    zstd::dict::from_samples(sample, size).unwrap_or_default()
+    zstd::dict::from_samples(material, size).unwrap_or_default()
 }
 
-/// Bytes of the sample trial-encoded when choosing a codec.
+/// Bytes of held-out records trial-encoded when choosing a codec.
 const TRIAL_BYTES: usize = 1 << 20;
+/// Bytes of held-out records the global codec's codes are trained on.
+const TRAINING_BYTES: usize = 4 << 20;
 
-/// Compression ratio of zstd-dict on an evenly strided part (at most
-/// [`TRIAL_BYTES`]) of the sample, counting frame overhead but not the
-/// dictionary, which is shared by the whole store.
-fn trial_ratio(sample: &[Vec<u8>], dict: &[u8], level: i32) -> Result<f64> {
-    let total: usize = sample.iter().map(Vec::len).sum();
-    let step = total.div_ceil(TRIAL_BYTES).max(1);
-    let mut enc = Encoder::new(dict, level)?;
-    let (mut raw, mut encoded, mut out) = (0usize, 0usize, Vec::new());
-    for r in sample.iter().step_by(step) {
-        out.clear();
-        enc.encode(r, &mut out)?;
-        raw += r.len();
-        encoded += out.len();
+/// One codec made ready to encode: its encoder and its dictionary or model
+/// section.
+enum Prepared<'d> {
+    Plain,
+    Zstd(Encoder, Vec<u8>),
+    Global(Box<global::Encoder<'d>>, Vec<u8>),
+}
+
+impl Prepared<'_> {
+    fn codec(&self) -> Codec {
+        match self {
+            Prepared::Plain => Codec::Plain,
+            Prepared::Zstd(..) => Codec::ZstdDict,
+            Prepared::Global(..) => Codec::Global,
+        }
     }
-    Ok(if encoded == 0 {
-        1.0
-    } else {
-        raw as f64 / encoded as f64
+
+    fn section(&self) -> &[u8] {
+        match self {
+            Prepared::Plain => &[],
+            Prepared::Zstd(_, d) | Prepared::Global(_, d) => d,
+        }
+    }
+
+    fn encode(&mut self, record: &[u8], out: &mut Vec<u8>) -> Result<()> {
+        match self {
+            Prepared::Plain => out.extend_from_slice(record),
+            Prepared::Zstd(enc, _) => enc.encode(record, out)?,
+            Prepared::Global(enc, _) => enc.encode(record, out),
+        }
+        Ok(())
+    }
+
+    /// Estimated store size for `raw_bytes` of input like `trial`.
+    fn estimate(&mut self, trial: &[&[u8]], raw_bytes: u64) -> Result<f64> {
+        let (mut raw, mut encoded, mut out) = (0usize, 0usize, Vec::new());
+        for r in trial {
+            out.clear();
+            self.encode(r, &mut out)?;
+            raw += r.len();
+            encoded += out.len();
+        }
+        let ratio = if encoded == 0 {
+            1.0
+        } else {
+            raw as f64 / encoded as f64
+        };
+        Ok(raw_bytes as f64 / ratio + self.section().len() as f64)
+    }
+}
+
+fn prepare<'d>(
+    codec: Codec,
+    dict_material: &[&[u8]],
+    held: &[&[u8]],
+    global_dict: &'d [u8],
+    options: &Options,
+) -> Result<Prepared<'d>> {
+    Ok(match codec {
+        Codec::Plain => Prepared::Plain,
+        Codec::ZstdDict => {
+            let dict = train_zstd_dictionary(dict_material, options);
+            Prepared::Zstd(Encoder::new(&dict, options.zstd_level)?, dict)
+        }
+        Codec::Global => {
+            let training = strided(held, TRAINING_BYTES);
+            let enc = global::Encoder::train(global_dict, &training, options.global_depth);
+            let model = enc.model_bytes()?;
+            Prepared::Global(Box::new(enc), model)
+        }
     })
 }
 
@@ -146,91 +242,88 @@ where
         inner: out,
         written: 0,
     };
-    // Pass 1: count, measure, sample.
+    // Pass 1: count, measure, fingerprint, sample.
     let mut sample = Sample {
         records: Vec::new(),
         bytes: 0,
         stride: 1,
         budget: options.sample_bytes.max(1),
     };
-    let (mut records, mut raw_bytes, mut max_record) = (0u64, 0u64, 0u64);
+    let mut first = Fingerprint::default();
     for r in source() {
         let r = r.as_ref();
-        sample.offer(records, r);
-        records += 1;
-        raw_bytes += r.len() as u64;
-        max_record = max_record.max(r.len() as u64);
+        sample.offer(first.records, r);
+        first.add(r);
     }
-    let level = options.zstd_level;
-    let (codec, dict) = match options.codec {
-        CodecChoice::Force(Codec::Plain) => (Codec::Plain, Vec::new()),
-        CodecChoice::Force(Codec::ZstdDict) => {
-            (Codec::ZstdDict, train_dictionary(&sample.records, options))
-        }
+    let (dict_material, held) = sample.split();
+    let global_dict: Vec<u8> = strided(
+        &dict_material,
+        options.global_dict_bytes.min(global::MAX_DICT),
+    )
+    .concat();
+    let mut prepared = match options.codec {
+        CodecChoice::Force(codec) => prepare(codec, &dict_material, &held, &global_dict, options)?,
         CodecChoice::Auto => {
-            let dict = train_dictionary(&sample.records, options);
-            // Keep zstd when it saves at least 10% after paying for the
-            // dictionary, judged against the whole input's size.
-            let ratio = trial_ratio(&sample.records, &dict, level)?;
-            let zstd_total = raw_bytes as f64 / ratio + dict.len() as f64;
-            if zstd_total < 0.9 * raw_bytes as f64 {
-                (Codec::ZstdDict, dict)
-            } else {
-                (Codec::Plain, Vec::new())
+            let trial = strided(&held, TRIAL_BYTES);
+            let raw = first.raw_bytes;
+            // Compression must save at least 10% to be worth decoding.
+            let mut best = (0.9 * raw as f64, Prepared::Plain);
+            for codec in [Codec::ZstdDict, Codec::Global] {
+                let mut p = prepare(codec, &dict_material, &held, &global_dict, options)?;
+                let size = p.estimate(&trial, raw)?;
+                if size < best.0 {
+                    best = (size, p);
+                }
             }
+            best.1
         }
     };
-    drop(sample);
+    let codec = prepared.codec();
 
-    // Pass 2: encode and write.
-    let mut encoder = match codec {
-        Codec::ZstdDict => Some(Encoder::new(&dict, level)?),
-        Codec::Plain => None,
-    };
-    let mut offsets = Vec::with_capacity(records as usize + 1);
+    // Pass 2: encode and write, checking the input is the same.
+    let mut offsets = Vec::with_capacity(first.records as usize + 1);
     offsets.push(0u64);
     let mut buf = Vec::new();
     let mut pool_crc = 0u32;
-    let mut seen = 0u64;
+    let mut second = Fingerprint::default();
     for r in source() {
         let r = r.as_ref();
-        seen += 1;
-        if seen > records || r.len() as u64 > max_record {
+        let crc = second.add(r);
+        if second.records > first.records || second.max_record > first.max_record {
             return Err(Error::InputChanged);
         }
         buf.clear();
-        match encoder.as_mut() {
-            Some(enc) => enc.encode(r, &mut buf)?,
-            None => buf.extend_from_slice(r),
-        }
+        prepared.encode(r, &mut buf)?;
         if options.record_checksums {
-            buf.extend_from_slice(&crc32c::crc32c(r).to_le_bytes());
+            buf.extend_from_slice(&crc.to_le_bytes());
         }
         pool_crc = crc32c::crc32c_append(pool_crc, &buf);
         out.write_all(&buf)?;
         offsets.push(out.written);
     }
-    if seen != records {
+    if second != first {
         return Err(Error::InputChanged);
     }
+    drop(sample);
     let pool_len = out.written;
     let padding = &[0u8; 8][..(pool_len.next_multiple_of(8) - pool_len) as usize];
     pool_crc = crc32c::crc32c_append(pool_crc, padding);
     out.write_all(padding)?;
-    let mut meta = dict.clone();
-    meta.resize(dict.len().next_multiple_of(8), 0);
+    let section = prepared.section();
+    let mut meta = section.to_vec();
+    meta.resize(section.len().next_multiple_of(8), 0);
     let mut words = Vec::new();
     write_offsets(&mut words, &offsets);
     meta.extend_from_slice(bytemuck::cast_slice(&words));
     out.write_all(&meta)?;
     let footer = Footer {
         codec,
-        records,
+        records: first.records,
         pool_len,
-        dict_len: dict.len() as u64,
+        dict_len: section.len() as u64,
         offsets_len: (words.len() * 8) as u64,
-        max_record,
-        raw_bytes,
+        max_record: first.max_record,
+        raw_bytes: first.raw_bytes,
         pool_crc,
         meta_crc: crc32c::crc32c(&meta),
         flags: if options.record_checksums {
@@ -243,11 +336,33 @@ where
     out.inner.flush()?;
     Ok(BuildStats {
         codec,
-        records,
-        raw_bytes,
+        records: first.records,
+        raw_bytes: first.raw_bytes,
         store_bytes: out.written,
-        dict_bytes: dict.len() as u64,
+        dict_bytes: section.len() as u64,
     })
+}
+
+/// What each pass saw of the input, to detect a source that changed.
+#[derive(Default, PartialEq, Eq)]
+struct Fingerprint {
+    records: u64,
+    raw_bytes: u64,
+    max_record: u64,
+    /// crc32c over the records' own crc32c values.
+    crcs: u32,
+}
+
+impl Fingerprint {
+    /// Adds a record; returns its crc32c.
+    fn add(&mut self, r: &[u8]) -> u32 {
+        let crc = crc32c::crc32c(r);
+        self.records += 1;
+        self.raw_bytes += r.len() as u64;
+        self.max_record = self.max_record.max(r.len() as u64);
+        self.crcs = crc32c::crc32c_append(self.crcs, &crc.to_le_bytes());
+        crc
+    }
 }
 
 /// Builds a store in memory from a slice of records.

@@ -1,7 +1,8 @@
 //! The one error type of `pith-zip`.
 //!
-//! Opening validates the footer, the metadata checksum and the offsets, so an
-//! opened store never reads out of bounds; record bytes are checked when a
+//! Opening validates the footer, the section sizes (with overflow checks),
+//! the metadata checksum and the offsets, so an opened store never reads out
+//! of bounds; record bytes are checked when a
 //! record is decoded (per-record crc32c), and a mismatch names the record.
 
 use thiserror::Error;
@@ -78,6 +79,9 @@ pub enum Error {
     /// zstd failed (training, compressing, or decoding corrupt bytes).
     #[error("zstd: {0}")]
     Zstd(String),
+    /// A record or model of the global codec does not decode.
+    #[error("global codec: {0}")]
+    Codec(String),
     /// Writing the store failed.
     #[error("writing record store: {0}")]
     Io(#[from] std::io::Error),

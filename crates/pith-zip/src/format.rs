@@ -6,7 +6,8 @@
 //! footer:
 //! 0   magic "PITHZIP\0"              48  largest decoded record, u64
 //! 8   version u32 = 1                56  total decoded bytes, u64
-//! 12  codec u32 (0 plain, 1 zstd)    64  crc32c of the padded pool, u32
+//! 12  codec u32 (0 plain, 1 zstd,   64  crc32c of the padded pool, u32
+//!       2 global)
 //! 16  records u64                    68  crc32c of padded dictionary + offsets, u32
 //! 24  pool length u64                72  flags u32, bit 0: per-record crc32c
 //! 32  dictionary length u64          76  crc32c of footer bytes 0..76, u32
@@ -23,9 +24,8 @@ pub const MAGIC: [u8; 8] = *b"PITHZIP\0";
 pub(crate) const FOOTER_BYTES: usize = 80;
 pub(crate) const VERSION: u32 = 1;
 pub(crate) const FLAG_RECORD_CRC: u32 = 1;
-/// The most record bytes one byte of encoded record may decode to, plus one
-/// per record. zstd's worst case (an RLE block: 4 bytes for 128 KiB) is
-/// 32768; the readers reject anything claiming more.
+/// The most record bytes one byte of zstd frame may decode to, plus one
+/// per record: zstd's worst case is an RLE block, 4 bytes for 128 KiB.
 pub(crate) const MAX_EXPANSION: u64 = 32_768;
 
 /// The codec a store uses. Tag values are never reused.
@@ -36,6 +36,9 @@ pub enum Codec {
     Plain = 0,
     /// Each record a magicless zstd frame against the store's dictionary.
     ZstdDict = 1,
+    /// Our own codec: sequences of Huffman-coded literals and matches into
+    /// a megabytes-large store-wide dictionary or back into the record.
+    Global = 2,
 }
 
 impl Codec {
@@ -43,6 +46,7 @@ impl Codec {
         match tag {
             0 => Some(Codec::Plain),
             1 => Some(Codec::ZstdDict),
+            2 => Some(Codec::Global),
             _ => None,
         }
     }
@@ -52,6 +56,7 @@ impl Codec {
         match self {
             Codec::Plain => "plain",
             Codec::ZstdDict => "zstd-dict",
+            Codec::Global => "global",
         }
     }
 }

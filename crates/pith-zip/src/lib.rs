@@ -40,10 +40,13 @@ compile_error!(
     "pith-zip reads its little-endian format in place and supports little-endian targets only"
 );
 
+mod bits;
 mod builder;
 mod error;
 mod format;
 pub mod fuzz;
+mod global;
+mod huffman;
 mod offsets;
 mod store;
 mod zstd_codec;

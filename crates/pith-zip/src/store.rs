@@ -13,7 +13,15 @@
 use crate::error::{Error, Result};
 use crate::format::{pad8, Codec, Footer, FLAG_RECORD_CRC, FOOTER_BYTES, MAX_EXPANSION};
 use crate::offsets::Offsets;
-use crate::zstd_codec::Decoder;
+use crate::global;
+use crate::zstd_codec;
+
+/// How records are decoded.
+enum Decoder {
+    Plain,
+    Zstd(zstd_codec::Decoder),
+    Global(global::Decoder),
+}
 
 /// An opened record store over borrowed bytes.
 pub struct Store<'a> {
@@ -22,7 +30,7 @@ pub struct Store<'a> {
     /// The pool with its zero padding, as the pool checksum covers it.
     padded_pool: &'a [u8],
     offsets: Offsets<'a>,
-    decoder: Option<Decoder>,
+    decoder: Decoder,
     dict_len: usize,
     size: usize,
 }
@@ -68,9 +76,9 @@ impl<'a> Store<'a> {
                 "largest record exceeds the total record bytes".into(),
             ));
         }
-        // No codec expands a byte of pool into more than MAX_EXPANSION
-        // bytes of records; a footer claiming more is corrupt (this bounds
-        // what a crafted file can make a reader allocate).
+        // No codec expands a byte of pool into more than its expansion
+        // bound; a footer claiming more is corrupt (this bounds what a
+        // crafted file can make a reader allocate).
         let crc_bytes = if f.flags & FLAG_RECORD_CRC != 0 {
             f.records.saturating_mul(4)
         } else {
@@ -140,10 +148,13 @@ impl<'a> Store<'a> {
             return Err(bad("offsets do not end at the pool length".into()));
         }
         let decoder = match f.codec {
-            Codec::ZstdDict => Some(Decoder::new(dict).ok_or_else(|| {
+            Codec::Plain => Decoder::Plain,
+            Codec::ZstdDict => Decoder::Zstd(zstd_codec::Decoder::new(dict).ok_or_else(|| {
                 corrupt(pool_end as u64, "the zstd dictionary is malformed".into())
             })?),
-            Codec::Plain => None,
+            Codec::Global => Decoder::Global(global::Decoder::open(dict).map_err(|e| {
+                corrupt(pool_end as u64, format!("global codec model: {e}"))
+            })?),
         };
         Ok(Store {
             footer: f,
@@ -181,9 +192,18 @@ impl<'a> Store<'a> {
         self.size
     }
 
-    /// Dictionary size in bytes.
+    /// Dictionary (or model) section size in bytes, as stored.
     pub fn dict_bytes(&self) -> usize {
         self.dict_len
+    }
+
+    /// Bytes of memory the opened store holds beyond the mapped file (the
+    /// inflated dictionary of the global codec, decode tables).
+    pub fn heap_bytes(&self) -> usize {
+        match &self.decoder {
+            Decoder::Global(d) => d.dict_len() + global::TABLE_BYTES,
+            _ => 0,
+        }
     }
 
     /// Replaces `out` with record `id`, decoding only that record.
@@ -206,18 +226,22 @@ impl<'a> Store<'a> {
         } else {
             (stored, None)
         };
-        match &self.decoder {
-            None => {
+        let decoded = match &self.decoder {
+            Decoder::Plain => {
                 out.clear();
                 out.extend_from_slice(payload);
+                Ok(())
             }
-            Some(d) => d
-                .decode(payload, self.footer.max_record, out)
-                .map_err(|e| Error::Corrupt {
-                    offset: a as u64,
-                    detail: format!("record {id}: {e}"),
-                })?,
-        }
+            Decoder::Zstd(d) => d.decode(payload, self.footer.max_record, out),
+            Decoder::Global(d) => d.decode(payload, self.footer.max_record, out),
+        };
+        decoded.map_err(|e| {
+            out.clear();
+            Error::Corrupt {
+                offset: a as u64,
+                detail: format!("record {id}: {e}"),
+            }
+        })?;
         if let Some(stored) = crc {
             let computed = crc32c::crc32c(out);
             if computed != stored {

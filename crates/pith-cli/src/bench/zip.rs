@@ -235,7 +235,11 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     };
     let (auto, codec) = measure_pith("pith (auto)", &values, &ids, &base)?;
     let mut rows = vec![auto];
-    for c in [pith_zip::Codec::Plain, pith_zip::Codec::ZstdDict] {
+    for c in [
+        pith_zip::Codec::Plain,
+        pith_zip::Codec::ZstdDict,
+        pith_zip::Codec::Global,
+    ] {
         let opts = pith_zip::Options {
             codec: pith_zip::CodecChoice::Force(c),
             ..base.clone()

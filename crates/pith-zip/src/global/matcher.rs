@@ -1,0 +1,199 @@
+//! Match finding for the global-dictionary encoder: hash chains over the
+//! whole dictionary (built once per store) and over the record being
+//! encoded (rebuilt per record).
+//!
+//! Hash chains rather than a suffix array: a suffix array finds the longest
+//! match exactly, but each lookup is ~24 dependent cache misses into an
+//! array four times the dictionary's size; chains cut short at a fixed
+//! depth find nearly the same matches on record data (long matches are
+//! found through the prediction of the next dictionary position, which is
+//! checked before any chain) at a fraction of the build time.
+//!
+//! Invariants: `head` and `chain` hold positions `< dict.len() - HASH_LEN + 1`
+//! (or `NONE`), and chains strictly decrease, so every walk ends.
+
+/// Bytes hashed to find candidates.
+pub(crate) const HASH_LEN: usize = 6;
+const NONE: u32 = u32::MAX;
+
+#[inline]
+fn hash(bytes: &[u8], bits: u32) -> usize {
+    let mut w = [0u8; 8];
+    w[..HASH_LEN].copy_from_slice(&bytes[..HASH_LEN]);
+    let v = u64::from_le_bytes(w);
+    (v.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - bits)) as usize
+}
+
+/// Length of the common prefix of `a` and `b`, eight bytes at a time.
+#[inline]
+pub(crate) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 8 <= n {
+        let mut x = [0u8; 8];
+        let mut y = [0u8; 8];
+        x.copy_from_slice(&a[i..i + 8]);
+        y.copy_from_slice(&b[i..i + 8]);
+        let diff = u64::from_le_bytes(x) ^ u64::from_le_bytes(y);
+        if diff != 0 {
+            return i + (diff.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    while i < n && a[i] == b[i] {
+        i += 1;
+    }
+    i
+}
+
+/// Hash chains over the dictionary.
+pub(crate) struct DictIndex<'d> {
+    dict: &'d [u8],
+    bits: u32,
+    head: Vec<u32>,
+    chain: Vec<u32>,
+}
+
+impl<'d> DictIndex<'d> {
+    /// Indexes every position of `dict` (at most `u32::MAX - 1` bytes).
+    pub(crate) fn new(dict: &'d [u8]) -> Self {
+        let bits = (usize::BITS - dict.len().max(1 << 12).leading_zeros()).clamp(12, 22);
+        let mut head = vec![NONE; 1 << bits];
+        let positions = dict.len().saturating_sub(HASH_LEN - 1);
+        let mut chain = vec![NONE; positions];
+        for (p, link) in chain.iter_mut().enumerate() {
+            let h = hash(&dict[p..], bits);
+            *link = head[h];
+            head[h] = p as u32;
+        }
+        DictIndex {
+            dict,
+            bits,
+            head,
+            chain,
+        }
+    }
+
+    pub(crate) fn dict(&self) -> &'d [u8] {
+        self.dict
+    }
+
+    /// Calls `f(position, length)` for up to `depth` dictionary positions
+    /// whose match with `s` is at least `HASH_LEN` long, newest first.
+    #[inline]
+    pub(crate) fn candidates(&self, s: &[u8], depth: usize, mut f: impl FnMut(usize, usize)) {
+        if s.len() < HASH_LEN {
+            return;
+        }
+        let mut p = self.head[hash(s, self.bits)];
+        let mut seen = 0;
+        while p != NONE && seen < depth {
+            let at = p as usize;
+            let len = common_prefix(s, &self.dict[at..]);
+            if len >= HASH_LEN {
+                f(at, len);
+            }
+            seen += 1;
+            p = self.chain[at];
+        }
+    }
+}
+
+/// Hash chains over the record being encoded, positions inserted as the
+/// parse passes them.
+pub(crate) struct LocalIndex {
+    head: Vec<u32>,
+    chain: Vec<u32>,
+    /// Positions `< inserted` are in the chains.
+    inserted: usize,
+}
+
+const LOCAL_BITS: u32 = 12;
+
+impl LocalIndex {
+    pub(crate) fn new() -> Self {
+        LocalIndex {
+            head: vec![NONE; 1 << LOCAL_BITS],
+            chain: Vec::new(),
+            inserted: 0,
+        }
+    }
+
+    /// Starts a new record of `len` bytes.
+    pub(crate) fn reset(&mut self, len: usize) {
+        self.head.fill(NONE);
+        self.chain.clear();
+        self.chain.resize(len, NONE);
+        self.inserted = 0;
+    }
+
+    /// Inserts every position before `upto`.
+    #[inline]
+    pub(crate) fn insert_upto(&mut self, record: &[u8], upto: usize) {
+        let last = upto.min(record.len().saturating_sub(HASH_LEN - 1));
+        while self.inserted < last {
+            let p = self.inserted;
+            let h = hash(&record[p..], LOCAL_BITS);
+            self.chain[p] = self.head[h];
+            self.head[h] = p as u32;
+            self.inserted += 1;
+        }
+    }
+
+    /// Calls `f(distance, length)` for up to `depth` earlier positions of
+    /// `record` matching at `at` for at least `HASH_LEN` bytes.
+    #[inline]
+    pub(crate) fn candidates(
+        &self,
+        record: &[u8],
+        at: usize,
+        depth: usize,
+        mut f: impl FnMut(usize, usize),
+    ) {
+        if record.len() - at < HASH_LEN {
+            return;
+        }
+        let mut p = self.head[hash(&record[at..], LOCAL_BITS)];
+        let mut seen = 0;
+        while p != NONE && seen < depth {
+            let from = p as usize;
+            if from < at {
+                let len = common_prefix(&record[at..], &record[from..]);
+                if len >= HASH_LEN {
+                    f(at - from, len);
+                }
+            }
+            seen += 1;
+            p = self.chain[from];
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_dictionary_and_local_matches() {
+        let dict = b"Package: libfoo\nVersion: 1.2.3\nPackage: libbar\n";
+        let idx = DictIndex::new(dict);
+        let mut found = Vec::new();
+        idx.candidates(b"Package: libbar\nX", 8, |p, l| found.push((p, l)));
+        assert!(found.contains(&(31, 16)), "{found:?}");
+
+        let record = b"abcdefgh-abcdefgh";
+        let mut local = LocalIndex::new();
+        local.reset(record.len());
+        local.insert_upto(record, 9);
+        let mut found = Vec::new();
+        local.candidates(record, 9, 4, |d, l| found.push((d, l)));
+        assert_eq!(found, vec![(9, 8)]);
+    }
+
+    #[test]
+    fn common_prefix_counts_bytes() {
+        assert_eq!(common_prefix(b"abcdefghijk", b"abcdefghijx"), 10);
+        assert_eq!(common_prefix(b"abc", b"abcdef"), 3);
+        assert_eq!(common_prefix(b"", b"a"), 0);
+    }
+}

@@ -1,0 +1,185 @@
+//! The encoder's parse: splits a record into sequences (a run of literals,
+//! then a match into the dictionary or back into the record) choosing, at
+//! each position, the match that saves the most bits under the current
+//! prices, with one step of lazy evaluation.
+//!
+//! Invariants of the sequences produced: literal runs and matches tile the
+//! record exactly, in order; every match is `MIN_MATCH..=MAX_MATCH` long and
+//! its source holds exactly the bytes it replaces; the last sequence has no
+//! match (`match_len == 0`).
+
+use super::matcher::{common_prefix, DictIndex, LocalIndex};
+use super::symbols::{match_len, source, Source, MAX_MATCH, MIN_MATCH};
+
+/// One sequence: `lit_len` literals starting at `lit_start`, then a match
+/// of `match_len` bytes from `source` (none when `match_len == 0`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Seq {
+    pub(crate) lit_start: usize,
+    pub(crate) lit_len: usize,
+    pub(crate) match_len: u64,
+    pub(crate) source: Source,
+}
+
+/// Bit costs the parse optimizes against.
+#[derive(Clone, Debug)]
+pub(crate) struct Prices {
+    /// Average cost of a literal.
+    pub(crate) literal: f32,
+    /// Cost of each match-length symbol (without extra bits).
+    pub(crate) match_len: Vec<f32>,
+    /// Cost of each source symbol (without extra bits).
+    pub(crate) source: Vec<f32>,
+}
+
+impl Prices {
+    /// Guesses for the first round, before any statistics exist.
+    pub(crate) fn initial() -> Self {
+        Prices {
+            literal: 6.0,
+            match_len: (0..match_len::SYMBOLS).map(|s| if s < 12 { 4.0 } else { 6.0 }).collect(),
+            source: (0..source::SYMBOLS)
+                .map(|s| match s {
+                    0 => 2.0,
+                    65 => 3.0,
+                    _ => 5.0,
+                })
+                .collect(),
+        }
+    }
+
+    #[inline]
+    fn match_cost(&self, len: u64, src: Source) -> f32 {
+        let m = match_len::encode(len);
+        let s = source::encode(src);
+        self.match_len[m.symbol] + self.source[s.symbol] + (m.extra_bits + s.extra_bits) as f32
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Candidate {
+    len: u64,
+    source: Source,
+    gain: f32,
+}
+
+/// Parses records against one dictionary.
+pub(crate) struct Parser<'d> {
+    index: DictIndex<'d>,
+    local: LocalIndex,
+    /// Chain candidates examined per position.
+    depth: usize,
+}
+
+/// Decoder-visible state the sources are relative to.
+#[derive(Clone, Copy)]
+struct State {
+    /// End of the last dictionary match.
+    cursor: u64,
+    /// Distance of the last local match (0: none yet).
+    last_dist: u64,
+    /// Start of the pending literal run.
+    lit_start: usize,
+}
+
+impl<'d> Parser<'d> {
+    pub(crate) fn new(dict: &'d [u8], depth: usize) -> Self {
+        Parser {
+            index: DictIndex::new(dict),
+            local: LocalIndex::new(),
+            depth,
+        }
+    }
+
+    /// The dictionary parsed against.
+    pub(crate) fn dict(&self) -> &'d [u8] {
+        self.index.dict()
+    }
+
+    /// Best match at `p`, if any saves bits.
+    fn best(&mut self, rec: &[u8], p: usize, st: &State, prices: &Prices) -> Option<Candidate> {
+        let dict = self.index.dict();
+        let rest = &rec[p..];
+        let mut best: Option<Candidate> = None;
+        let mut offer = |len: usize, source: Source| {
+            let len = (len as u64).min(MAX_MATCH);
+            if len < MIN_MATCH {
+                return;
+            }
+            let gain = len as f32 * prices.literal - prices.match_cost(len, source);
+            if gain > 0.0 && best.map_or(true, |b| gain > b.gain) {
+                best = Some(Candidate { len, source, gain });
+            }
+        };
+        // The dictionary position that continues the last dictionary match.
+        let predicted = st.cursor + (p - st.lit_start) as u64;
+        if let Some(tail) = dict.get(predicted as usize..) {
+            offer(common_prefix(rest, tail), Source::Dict(0));
+        }
+        if st.last_dist > 0 && st.last_dist as usize <= p {
+            let from = p - st.last_dist as usize;
+            offer(common_prefix(rest, &rec[from..]), Source::LocalRepeat);
+        }
+        self.index.candidates(rest, self.depth, |at, len| {
+            offer(len, Source::Dict(at as i64 - predicted as i64));
+        });
+        self.local.insert_upto(rec, p);
+        self.local.candidates(rec, p, self.depth.min(16), |dist, len| {
+            let source = if dist as u64 == st.last_dist {
+                Source::LocalRepeat
+            } else {
+                Source::Local(dist as u64)
+            };
+            offer(len, source);
+        });
+        best
+    }
+
+    /// Appends the sequences of `rec` to `out`.
+    pub(crate) fn parse(&mut self, rec: &[u8], prices: &Prices, out: &mut Vec<Seq>) {
+        self.local.reset(rec.len());
+        let mut st = State {
+            cursor: 0,
+            last_dist: 0,
+            lit_start: 0,
+        };
+        let mut p = 0;
+        while p + MIN_MATCH as usize <= rec.len() {
+            let Some(here) = self.best(rec, p, &st, prices) else {
+                p += 1;
+                continue;
+            };
+            // Lazy step: a literal now may buy a better match next byte.
+            if here.len < 64 {
+                if let Some(next) = self.best(rec, p + 1, &st, prices) {
+                    if next.gain > here.gain + prices.literal {
+                        p += 1;
+                        continue;
+                    }
+                }
+            }
+            out.push(Seq {
+                lit_start: st.lit_start,
+                lit_len: p - st.lit_start,
+                match_len: here.len,
+                source: here.source,
+            });
+            match here.source {
+                Source::Dict(delta) => {
+                    let predicted = st.cursor + (p - st.lit_start) as u64;
+                    st.cursor = (predicted as i64 + delta) as u64 + here.len;
+                }
+                Source::LocalRepeat => {}
+                Source::Local(d) => st.last_dist = d,
+            }
+            p += here.len as usize;
+            st.lit_start = p;
+        }
+        out.push(Seq {
+            lit_start: st.lit_start,
+            lit_len: rec.len() - st.lit_start,
+            match_len: 0,
+            source: Source::LocalRepeat,
+        });
+    }
+}

@@ -1,0 +1,265 @@
+//! How the global-dictionary codec maps lengths and match sources to the
+//! symbols of its Huffman tables, plus extra bits.
+//!
+//! Each mapping is a bijection between values and (symbol, extra bits): a
+//! few small values get a symbol of their own, larger ones share a symbol
+//! per power of two and spell their low bits out. All decoders check the
+//! symbol range and that the result fits in a `u64`.
+
+/// Shortest match the format can express.
+pub(crate) const MIN_MATCH: u64 = 4;
+/// Longest match one sequence may copy. It bounds how far a byte of
+/// encoded record can expand, so a crafted record cannot make a reader
+/// allocate much more than [`super::MAX_EXPANSION`] times its size.
+pub(crate) const MAX_MATCH: u64 = 1 << 16;
+
+/// Number of bits needed for `v` (0 for 0).
+#[inline]
+fn bit_len(v: u64) -> u32 {
+    64 - v.leading_zeros()
+}
+
+/// A symbol plus `extra_bits` low bits of `extra`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Coded {
+    pub(crate) symbol: usize,
+    pub(crate) extra: u64,
+    pub(crate) extra_bits: u32,
+}
+
+/// Symbols 0..DIRECT stand for themselves; above, symbol `DIRECT + b - B0`
+/// stands for values of bit length `b` and carries `b - 1` extra bits.
+#[inline]
+fn log_code(v: u64, direct: u64) -> Coded {
+    if v < direct {
+        return Coded {
+            symbol: v as usize,
+            extra: 0,
+            extra_bits: 0,
+        };
+    }
+    let b = bit_len(v);
+    let b0 = bit_len(direct);
+    Coded {
+        symbol: (direct as usize) + (b - b0) as usize,
+        extra: v & ((1u64 << (b - 1)) - 1),
+        extra_bits: b - 1,
+    }
+}
+
+/// Extra bits for `symbol` of a [`log_code`] alphabet; `None` if beyond 64-bit values.
+#[inline]
+fn log_extra_bits(symbol: usize, direct: u64) -> Option<u32> {
+    if (symbol as u64) < direct {
+        return Some(0);
+    }
+    let b = bit_len(direct) + (symbol as u64 - direct) as u32;
+    (b <= 64).then_some(b - 1)
+}
+
+#[inline]
+fn log_value(symbol: usize, extra: u64, direct: u64) -> u64 {
+    if (symbol as u64) < direct {
+        return symbol as u64;
+    }
+    let b = bit_len(direct) + (symbol as u64 - direct) as u32;
+    (1u64 << (b - 1)) | extra
+}
+
+/// Literal run lengths: 0..16 direct.
+pub(crate) mod literal_len {
+    use super::*;
+    const DIRECT: u64 = 16;
+    /// Alphabet size.
+    pub(crate) const SYMBOLS: usize = 16 + 60;
+    pub(crate) fn encode(v: u64) -> Coded {
+        log_code(v, DIRECT)
+    }
+    pub(crate) fn extra_bits(symbol: usize) -> Option<u32> {
+        log_extra_bits(symbol, DIRECT)
+    }
+    pub(crate) fn value(symbol: usize, extra: u64) -> u64 {
+        log_value(symbol, extra, DIRECT)
+    }
+}
+
+/// Match lengths: symbol 0 ends the record; otherwise `len - MIN_MATCH`,
+/// 0..32 direct (as symbols 1..33).
+pub(crate) mod match_len {
+    use super::*;
+    const DIRECT: u64 = 32;
+    /// Symbol that ends the record instead of a match.
+    pub(crate) const END: usize = 0;
+    /// Alphabet size.
+    pub(crate) const SYMBOLS: usize = 1 + 32 + 12;
+    pub(crate) fn encode(len: u64) -> Coded {
+        debug_assert!((MIN_MATCH..=MAX_MATCH).contains(&len));
+        let mut c = log_code(len - MIN_MATCH, DIRECT);
+        c.symbol += 1;
+        c
+    }
+    pub(crate) fn extra_bits(symbol: usize) -> Option<u32> {
+        log_extra_bits(symbol.checked_sub(1)?, DIRECT)
+    }
+    pub(crate) fn value(symbol: usize, extra: u64) -> u64 {
+        log_value(symbol - 1, extra, DIRECT) + MIN_MATCH
+    }
+}
+
+/// Where a match copies from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// Dictionary position `predicted + delta`, where `predicted` is the end
+    /// of the previous dictionary match (0 at the start of a record) plus
+    /// the literals since.
+    Dict(i64),
+    /// The same distance back into the record as the previous local match.
+    LocalRepeat,
+    /// `distance >= 1` bytes back into the decoded record.
+    Local(u64),
+}
+
+/// Match sources: symbol 0 is dictionary delta 0; 1..=64 dictionary deltas
+/// by bit length of their zigzag form; 65 the local repeat; 66.. local
+/// distances by bit length.
+pub(crate) mod source {
+    use super::*;
+    const DICT_BASE: usize = 0;
+    const LOCAL_REPEAT: usize = 65;
+    const LOCAL_BASE: usize = 66;
+    /// Alphabet size.
+    pub(crate) const SYMBOLS: usize = 66 + 65;
+
+    fn zigzag(v: i64) -> u64 {
+        ((v << 1) ^ (v >> 63)) as u64
+    }
+
+    fn unzigzag(v: u64) -> i64 {
+        ((v >> 1) as i64) ^ -((v & 1) as i64)
+    }
+
+    pub(crate) fn encode(s: Source) -> Coded {
+        match s {
+            Source::Dict(delta) => {
+                let mut c = log_code(zigzag(delta), 1);
+                c.symbol += DICT_BASE;
+                c
+            }
+            Source::LocalRepeat => Coded {
+                symbol: LOCAL_REPEAT,
+                extra: 0,
+                extra_bits: 0,
+            },
+            Source::Local(d) => {
+                debug_assert!(d >= 1);
+                let mut c = log_code(d - 1, 1);
+                c.symbol += LOCAL_BASE;
+                c
+            }
+        }
+    }
+
+    pub(crate) fn extra_bits(symbol: usize) -> Option<u32> {
+        match symbol {
+            0..LOCAL_REPEAT => log_extra_bits(symbol - DICT_BASE, 1),
+            LOCAL_REPEAT => Some(0),
+            _ => log_extra_bits(symbol - LOCAL_BASE, 1),
+        }
+    }
+
+    pub(crate) fn value(symbol: usize, extra: u64) -> Source {
+        match symbol {
+            0..LOCAL_REPEAT => Source::Dict(unzigzag(log_value(symbol - DICT_BASE, extra, 1))),
+            LOCAL_REPEAT => Source::LocalRepeat,
+            _ => Source::Local(log_value(symbol - LOCAL_BASE, extra, 1) + 1),
+        }
+    }
+}
+
+/// Literal context of the byte before: literals are coded with one of
+/// [`CONTEXTS`] tables chosen by the class of the previous decoded byte.
+/// Hex digits, letters, digits, separators and line breaks predict very
+/// different next bytes in text and structured records.
+pub(crate) const CONTEXTS: usize = 9;
+
+/// Context of the first literal of a record.
+pub(crate) const START_CONTEXT: u8 = 5;
+
+/// Context class of each byte value.
+pub(crate) static CONTEXT_OF: [u8; 256] = {
+    let mut t = [8u8; 256];
+    let mut b = 0;
+    while b < 128 {
+        let c = b as u8;
+        t[b] = match c {
+            b'0'..=b'9' => 0,
+            b'a'..=b'f' => 1,
+            b'g'..=b'z' => 2,
+            b'A'..=b'Z' => 3,
+            b' ' => 4,
+            b'\n' => 5,
+            b'-' | b'.' | b'_' | b'/' => 6,
+            0x21..=0x7E => 7,
+            _ => 8,
+        };
+        b += 1;
+    }
+    t
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check<V: Copy + PartialEq + std::fmt::Debug>(
+        v: V,
+        c: Coded,
+        symbols: usize,
+        extra_bits: impl Fn(usize) -> Option<u32>,
+        value: impl Fn(usize, u64) -> V,
+    ) {
+        assert!(c.symbol < symbols, "{v:?} -> symbol {}", c.symbol);
+        assert_eq!(extra_bits(c.symbol), Some(c.extra_bits), "{v:?}");
+        assert_eq!(value(c.symbol, c.extra), v);
+    }
+
+    #[test]
+    fn mappings_are_bijections() {
+        let mut vals: Vec<u64> = (0..300).collect();
+        vals.extend((0..64).map(|b| 1u64 << b));
+        vals.extend((1..64).map(|b| (1u64 << b) - 1));
+        vals.push(u64::MAX);
+        for &v in &vals {
+            check(
+                v,
+                literal_len::encode(v),
+                literal_len::SYMBOLS,
+                literal_len::extra_bits,
+                literal_len::value,
+            );
+            let m = v.clamp(MIN_MATCH, MAX_MATCH);
+            check(
+                m,
+                match_len::encode(m),
+                match_len::SYMBOLS,
+                match_len::extra_bits,
+                match_len::value,
+            );
+            for s in [
+                Source::Dict(v as i64),
+                Source::Dict((v as i64).wrapping_neg()),
+                Source::Local(v.max(1)),
+                Source::LocalRepeat,
+            ] {
+                check(
+                    s,
+                    source::encode(s),
+                    source::SYMBOLS,
+                    source::extra_bits,
+                    source::value,
+                );
+            }
+        }
+        assert_eq!(match_len::extra_bits(match_len::END), None);
+    }
+}
