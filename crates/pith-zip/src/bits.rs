@@ -23,8 +23,7 @@ impl BitWriter {
         self.acc |= value << self.bits;
         self.bits += n;
         if self.bits >= 32 {
-            self.out
-                .extend_from_slice(&(self.acc as u32).to_le_bytes());
+            self.out.extend_from_slice(&(self.acc as u32).to_le_bytes());
             self.acc >>= 32;
             self.bits -= 32;
         }

@@ -7,18 +7,19 @@
 //! codecs; the second pass encodes each record, writes it straight to the
 //! output, and checks the input fingerprints the same.
 //!
-//! Memory bound: the sample (default 16 MiB) + the global dictionary (at
-//! most half the sample) and its hash chains (4 bytes per dictionary byte
-//! + 16 MiB of heads) + the zstd dictionary + 8 bytes per record for the
-//! offsets + one encoded record: about 70 MiB at the defaults, whatever the
-//! input size (plus 8 bytes per record).
+//! Memory bound: the sample (default 16 MiB), the global dictionary (at
+//! most half the sample, plus up to 1 MiB of copied hot bytes) and its hash
+//! chains (4 bytes per dictionary byte and 16 MiB of heads), the zstd
+//! dictionary, 8 bytes per record for the offsets, and one encoded record:
+//! about 70 MiB at the defaults plus 8 bytes per record, whatever the size
+//! of the input.
 
 use std::io::Write;
 
 use crate::error::{Error, Result};
 use crate::format::{Codec, Footer, FLAG_RECORD_CRC};
-use crate::offsets::write_offsets;
 use crate::global;
+use crate::offsets::write_offsets;
 use crate::zstd_codec::Encoder;
 
 /// Which codec to use.
@@ -158,13 +159,13 @@ const TRAINING_BYTES: usize = 4 << 20;
 
 /// One codec made ready to encode: its encoder and its dictionary or model
 /// section.
-enum Prepared<'d> {
+enum Prepared {
     Plain,
     Zstd(Encoder, Vec<u8>),
-    Global(Box<global::Encoder<'d>>, Vec<u8>),
+    Global(Box<global::Encoder>, Vec<u8>),
 }
 
-impl Prepared<'_> {
+impl Prepared {
     fn codec(&self) -> Codec {
         match self {
             Prepared::Plain => Codec::Plain,
@@ -189,8 +190,10 @@ impl Prepared<'_> {
         Ok(())
     }
 
-    /// Estimated store size for `raw_bytes` of input like `trial`.
-    fn estimate(&mut self, trial: &[&[u8]], raw_bytes: u64) -> Result<f64> {
+    /// Estimated store size for `raw_bytes` of input like `trial`, of which
+    /// `in_dict` bytes are records copied whole into the global dictionary
+    /// (they cost a few bits each).
+    fn estimate(&mut self, trial: &[&[u8]], raw_bytes: u64, in_dict: u64) -> Result<f64> {
         let (mut raw, mut encoded, mut out) = (0usize, 0usize, Vec::new());
         for r in trial {
             out.clear();
@@ -203,17 +206,21 @@ impl Prepared<'_> {
         } else {
             raw as f64 / encoded as f64
         };
-        Ok(raw_bytes as f64 / ratio + self.section().len() as f64)
+        let coded = match self {
+            Prepared::Global(..) => raw_bytes.saturating_sub(in_dict),
+            _ => raw_bytes,
+        };
+        Ok(coded as f64 / ratio + self.section().len() as f64)
     }
 }
 
-fn prepare<'d>(
+fn prepare(
     codec: Codec,
     dict_material: &[&[u8]],
     held: &[&[u8]],
-    global_dict: &'d [u8],
+    global_dict: &[u8],
     options: &Options,
-) -> Result<Prepared<'d>> {
+) -> Result<Prepared> {
     Ok(match codec {
         Codec::Plain => Prepared::Plain,
         Codec::ZstdDict => {
@@ -222,7 +229,7 @@ fn prepare<'d>(
         }
         Codec::Global => {
             let training = strided(held, TRAINING_BYTES);
-            let enc = global::Encoder::train(global_dict, &training, options.global_depth);
+            let enc = global::Encoder::train(global_dict.to_vec(), &training, options.global_depth);
             let model = enc.model_bytes()?;
             Prepared::Global(Box::new(enc), model)
         }
@@ -270,7 +277,7 @@ where
             let mut best = (0.9 * raw as f64, Prepared::Plain);
             for codec in [Codec::ZstdDict, Codec::Global] {
                 let mut p = prepare(codec, &dict_material, &held, &global_dict, options)?;
-                let size = p.estimate(&trial, raw)?;
+                let size = p.estimate(&trial, raw, global_dict.len() as u64)?;
                 if size < best.0 {
                     best = (size, p);
                 }

@@ -8,9 +8,15 @@
 //! symbol) and written bit-reversed so the LSB-first [`BitReader`] decodes a
 //! symbol with one lookup into a `2^MAX_BITS` table.
 //!
+//! Escapes: a table over `n` symbols has an extra symbol `n`, the escape,
+//! followed by the symbol's index in raw bits. Symbols never seen in
+//! training get no code of their own (length 0) and are escaped, so they
+//! take no code space from the common ones (with an 11-bit limit, 240
+//! unseen byte values would otherwise take 12% of it).
+//!
 //! Invariants: every stored code satisfies Kraft's inequality (checked when
 //! read), so table slots never overlap; slots no code reaches hold length 0
-//! and decode as an error.
+//! and decode as an error; an escaped index must be below `n`.
 
 use crate::bits::{BitReader, BitWriter};
 
@@ -112,26 +118,58 @@ fn canonical_codes(lengths: &[u8]) -> Vec<u16> {
         .collect()
 }
 
-/// Encoding side of one code.
+/// Raw bits of an escaped index into `n` symbols.
+fn escape_bits(n: usize) -> u32 {
+    usize::BITS - n.saturating_sub(1).leading_zeros()
+}
+
+/// Code lengths for `counts` over `n = counts.len()` symbols plus the
+/// escape (the result has `n + 1` entries): unseen symbols get none.
+pub(crate) fn escaped_lengths(counts: &[u64]) -> Vec<u8> {
+    let mut freqs = counts.to_vec();
+    // The escape is rare but must always be codable.
+    let total: u64 = counts.iter().sum();
+    freqs.push((total >> 16).max(1));
+    code_lengths(&freqs)
+}
+
+/// Encoding side of one code (with escape).
 #[derive(Clone, Debug)]
 pub(crate) struct Encoder {
     codes: Vec<u16>,
     lengths: Vec<u8>,
+    escape_bits: u32,
 }
 
 impl Encoder {
+    /// `lengths` has one entry per symbol and one for the escape, last.
     pub(crate) fn new(lengths: &[u8]) -> Self {
         Encoder {
             codes: canonical_codes(lengths),
             lengths: lengths.to_vec(),
+            escape_bits: escape_bits(lengths.len() - 1),
         }
     }
 
-    /// Writes `symbol`, which must have a code.
+    /// Writes `symbol`, escaped when it has no code.
     #[inline]
     pub(crate) fn put(&self, w: &mut BitWriter, symbol: usize) {
-        debug_assert!(self.lengths[symbol] > 0, "symbol {symbol} has no code");
-        w.put(u64::from(self.codes[symbol]), u32::from(self.lengths[symbol]));
+        let len = self.lengths[symbol];
+        if len > 0 {
+            w.put(u64::from(self.codes[symbol]), u32::from(len));
+        } else {
+            let esc = self.lengths.len() - 1;
+            w.put(u64::from(self.codes[esc]), u32::from(self.lengths[esc]));
+            w.put(symbol as u64, self.escape_bits);
+        }
+    }
+
+    /// Bits `symbol` costs, escape included.
+    pub(crate) fn cost(&self, symbol: usize) -> u32 {
+        match self.lengths[symbol] {
+            0 => u32::from(self.lengths[self.lengths.len() - 1]) + self.escape_bits,
+            l => u32::from(l),
+        }
     }
 }
 
@@ -139,13 +177,16 @@ impl Encoder {
 #[derive(Clone, Debug)]
 pub(crate) struct Decoder {
     table: Box<[u16]>,
+    /// The escape symbol (= number of ordinary symbols).
+    escape: usize,
+    escape_bits: u32,
 }
 
 impl Decoder {
     /// Builds the table; `None` when `lengths` break Kraft's inequality,
-    /// exceed [`MAX_BITS`] or name more than 4096 symbols.
+    /// exceed [`MAX_BITS`], or name no symbol or more than 4096.
     pub(crate) fn new(lengths: &[u8]) -> Option<Self> {
-        if lengths.len() > 4096 {
+        if lengths.len() > 4096 || lengths.len() < 2 {
             return None;
         }
         let mut kraft = 0u64;
@@ -172,11 +213,17 @@ impl Decoder {
                 slot += step;
             }
         }
-        Some(Decoder { table })
+        let escape = lengths.len() - 1;
+        Some(Decoder {
+            table,
+            escape,
+            escape_bits: escape_bits(escape),
+        })
     }
 
-    /// Decodes one symbol; `None` on a bit pattern no code has. The reader
-    /// must hold at least [`MAX_BITS`] bits (or be at its end).
+    /// Decodes one symbol; `None` on a bit pattern no code has or an
+    /// escaped index out of range. The reader must hold at least
+    /// `MAX_BITS + 12` bits (or be at its end).
     #[inline]
     pub(crate) fn get(&self, r: &mut BitReader<'_>) -> Option<usize> {
         let e = self.table[r.peek(MAX_BITS) as usize];
@@ -185,7 +232,12 @@ impl Decoder {
             return None;
         }
         r.consume(len);
-        Some(usize::from(e >> 4))
+        let symbol = usize::from(e >> 4);
+        if symbol != self.escape {
+            return Some(symbol);
+        }
+        let raw = r.read(self.escape_bits) as usize;
+        (raw < self.escape).then_some(raw)
     }
 }
 
@@ -221,10 +273,10 @@ mod tests {
         #[test]
         fn symbols_roundtrip(freqs in proptest::collection::vec(0u64..1_000_000, 1..300),
                              picks in proptest::collection::vec(any::<prop::sample::Index>(), 0..500)) {
-            let lengths = code_lengths(&freqs);
+            let lengths = escaped_lengths(&freqs);
             prop_assert!(lengths.iter().all(|&l| u32::from(l) <= MAX_BITS));
-            let used: Vec<usize> = (0..freqs.len()).filter(|&s| freqs[s] > 0).collect();
-            prop_assume!(!used.is_empty());
+            // Every symbol, seen in training or not, is codable.
+            let used: Vec<usize> = (0..freqs.len()).collect();
             let enc = Encoder::new(&lengths);
             let dec = Decoder::new(&lengths).unwrap();
             let symbols: Vec<usize> = picks.iter().map(|i| used[i.index(used.len())]).collect();
@@ -255,7 +307,8 @@ mod tests {
     #[test]
     fn over_full_codes_are_rejected() {
         assert!(Decoder::new(&[1, 1, 1]).is_none());
-        assert!(Decoder::new(&[12]).is_none());
+        assert!(Decoder::new(&[12, 1]).is_none());
+        assert!(Decoder::new(&[1]).is_none());
         assert!(Decoder::new(&[1, 2, 2]).is_some());
     }
 }

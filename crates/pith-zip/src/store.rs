@@ -12,8 +12,8 @@
 
 use crate::error::{Error, Result};
 use crate::format::{pad8, Codec, Footer, FLAG_RECORD_CRC, FOOTER_BYTES, MAX_EXPANSION};
-use crate::offsets::Offsets;
 use crate::global;
+use crate::offsets::Offsets;
 use crate::zstd_codec;
 
 /// How records are decoded.
@@ -152,9 +152,10 @@ impl<'a> Store<'a> {
             Codec::ZstdDict => Decoder::Zstd(zstd_codec::Decoder::new(dict).ok_or_else(|| {
                 corrupt(pool_end as u64, "the zstd dictionary is malformed".into())
             })?),
-            Codec::Global => Decoder::Global(global::Decoder::open(dict).map_err(|e| {
-                corrupt(pool_end as u64, format!("global codec model: {e}"))
-            })?),
+            Codec::Global => Decoder::Global(
+                global::Decoder::open(dict)
+                    .map_err(|e| corrupt(pool_end as u64, format!("global codec model: {e}")))?,
+            ),
         };
         Ok(Store {
             footer: f,

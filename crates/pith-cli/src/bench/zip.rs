@@ -37,16 +37,32 @@ pub struct Args {
     /// zstd level of PithDB's zstd-dict codec.
     #[arg(long, default_value_t = 19)]
     level: i32,
+    /// Sample kept by PithDB's builder for training, in MiB.
+    #[arg(long, default_value_t = 16)]
+    sample_mib: usize,
+    /// Largest dictionary of PithDB's global codec, in MiB.
+    #[arg(long, default_value_t = 8)]
+    global_dict_mib: usize,
     /// Skip the whole-input zstd-19 ceiling (slow on large inputs).
     #[arg(long)]
     no_ceiling: bool,
     /// Seed for the read order.
     #[arg(long, default_value_t = 7)]
     seed: u64,
+    /// Stores to measure, comma-separated, of: pith (auto), pith_plain,
+    /// pith_zstd_dict, pith_global, snappy4k, zstd16k, zstd_dict.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "pith,pith_plain,pith_zstd_dict,pith_global,snappy4k,zstd16k,zstd_dict"
+    )]
+    stores: Vec<String>,
 }
 
 /// A store under test: size and a way to read record `id` into a buffer.
 struct Measured {
+    /// Key in the JSON line (`pith`, `snappy4k`, ...).
+    key: &'static str,
     name: String,
     bytes: usize,
     build_s: f64,
@@ -115,6 +131,7 @@ impl Blocks {
 }
 
 fn measure_blocks(
+    key: &'static str,
     name: &str,
     values: &[Vec<u8>],
     ids: &[u64],
@@ -142,6 +159,7 @@ fn measure_blocks(
     }
     let seq = raw as f64 / 1e6 / t.elapsed().as_secs_f64();
     Measured {
+        key,
         name: name.into(),
         bytes: blocks.size(),
         build_s: build.median,
@@ -152,6 +170,7 @@ fn measure_blocks(
 }
 
 fn measure_pith(
+    key: &'static str,
     name: &str,
     values: &[Vec<u8>],
     ids: &[u64],
@@ -193,6 +212,7 @@ fn measure_pith(
     }
     Ok((
         Measured {
+            key,
             name: name.into(),
             bytes: bytes.len(),
             build_s: build.median,
@@ -202,6 +222,50 @@ fn measure_pith(
         },
         stats.codec,
     ))
+}
+
+/// zstd-19 per record, 1 MiB trained dictionary, standard frames.
+fn measure_zstd_dict(values: &[Vec<u8>], ids: &[u64]) -> Result<Measured, CliError> {
+    let raw: usize = values.iter().map(Vec::len).sum();
+    let (dict_build, dict_store) = seconds(1, || -> Result<(Vec<u8>, Vec<Vec<u8>>), CliError> {
+        let step = (raw / (32 << 20)).max(1);
+        let sample: Vec<&Vec<u8>> = values.iter().step_by(step).collect();
+        let dict = zstd::dict::from_samples(&sample, (1 << 20).min(raw / 10)).map_err(zerr)?;
+        let mut c = zstd::bulk::Compressor::with_dictionary(19, &dict).map_err(zerr)?;
+        let frames = values
+            .iter()
+            .map(|v| c.compress(v))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(zerr)?;
+        Ok((dict, frames))
+    });
+    let (dict, frames) = dict_store?;
+    let ddict = zstd::dict::DecoderDictionary::copy(&dict);
+    let mut dec = zstd::bulk::Decompressor::with_prepared_dictionary(&ddict).map_err(zerr)?;
+    let (get_ns, get_p99_ns) = time_reads(ids, |id, out| {
+        out.clear();
+        out.reserve(values[id as usize].len());
+        let _ = dec.decompress_to_buffer(&frames[id as usize], out);
+    });
+    let t = Instant::now();
+    let mut out = Vec::new();
+    for (f, v) in frames.iter().zip(values) {
+        out.clear();
+        out.reserve(v.len());
+        let _ = dec.decompress_to_buffer(f, &mut out);
+    }
+    let seq = raw as f64 / 1e6 / t.elapsed().as_secs_f64();
+    let n = values.len();
+    let dict_bytes = dict.len() + frames.iter().map(Vec::len).sum::<usize>() + 8 * n;
+    Ok(Measured {
+        key: "zstd_dict",
+        name: "zstd-19 per record, 1 MiB dict".into(),
+        bytes: dict_bytes,
+        build_s: dict_build.median,
+        get_ns,
+        get_p99_ns,
+        seq_mb_s: seq,
+    })
 }
 
 /// Runs the benchmark.
@@ -231,89 +295,70 @@ pub fn run(args: &Args) -> Result<(), CliError> {
 
     let base = pith_zip::Options {
         zstd_level: args.level,
+        sample_bytes: args.sample_mib << 20,
+        global_dict_bytes: args.global_dict_mib << 20,
         ..pith_zip::Options::default()
     };
-    let (auto, codec) = measure_pith("pith (auto)", &values, &ids, &base)?;
-    let mut rows = vec![auto];
-    for c in [
-        pith_zip::Codec::Plain,
-        pith_zip::Codec::ZstdDict,
-        pith_zip::Codec::Global,
+    let want = |key: &str| args.stores.iter().any(|s| s == key);
+    let mut rows = Vec::new();
+    let mut codec = None;
+    if want("pith") {
+        let (auto, c) = measure_pith("pith", "pith (auto)", &values, &ids, &base)?;
+        rows.push(auto);
+        codec = Some(c);
+    }
+    for (key, c) in [
+        ("pith_plain", pith_zip::Codec::Plain),
+        ("pith_zstd_dict", pith_zip::Codec::ZstdDict),
+        ("pith_global", pith_zip::Codec::Global),
     ] {
+        if !want(key) {
+            continue;
+        }
         let opts = pith_zip::Options {
             codec: pith_zip::CodecChoice::Force(c),
             ..base.clone()
         };
-        rows.push(measure_pith(&format!("pith {}", c.name()), &values, &ids, &opts)?.0);
+        rows.push(measure_pith(key, &format!("pith {}", c.name()), &values, &ids, &opts)?.0);
     }
-    rows.push(measure_blocks(
-        "snappy 4 KiB blocks",
-        &values,
-        &ids,
-        4096,
-        |b| {
-            snap::raw::Encoder::new()
-                .compress_vec(b)
-                .unwrap_or_default()
-        },
-        |c, out| {
-            let len = snap::raw::decompress_len(c).unwrap_or(0);
-            out.resize(len, 0);
-            let _ = snap::raw::Decoder::new().decompress(c, out);
-        },
-    ));
-    rows.push(measure_blocks(
-        "zstd-3 16 KiB blocks",
-        &values,
-        &ids,
-        16384,
-        |b| zstd::bulk::compress(b, 3).unwrap_or_default(),
-        {
-            let mut d = zstd::bulk::Decompressor::new().map_err(zerr)?;
-            move |c, out| {
-                let _ = d.decompress_to_buffer(c, out);
-            }
-        },
-    ));
-    // zstd-19 per record, 1 MiB trained dictionary, standard frames.
-    let (dict_build, dict_store) = seconds(1, || -> Result<(Vec<u8>, Vec<Vec<u8>>), CliError> {
-        let step = (raw / (32 << 20)).max(1);
-        let sample: Vec<&Vec<u8>> = values.iter().step_by(step).collect();
-        let dict = zstd::dict::from_samples(&sample, (1 << 20).min(raw / 10)).map_err(zerr)?;
-        let mut c = zstd::bulk::Compressor::with_dictionary(19, &dict).map_err(zerr)?;
-        let frames = values
-            .iter()
-            .map(|v| c.compress(v))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(zerr)?;
-        Ok((dict, frames))
-    });
-    let (dict, frames) = dict_store?;
-    let ddict = zstd::dict::DecoderDictionary::copy(&dict);
-    let mut dec = zstd::bulk::Decompressor::with_prepared_dictionary(&ddict).map_err(zerr)?;
-    let (get_ns, get_p99_ns) = time_reads(&ids, |id, out| {
-        out.clear();
-        out.reserve(values[id as usize].len());
-        let _ = dec.decompress_to_buffer(&frames[id as usize], out);
-    });
-    let t = Instant::now();
-    let mut out = Vec::new();
-    for (f, v) in frames.iter().zip(&values) {
-        out.clear();
-        out.reserve(v.len());
-        let _ = dec.decompress_to_buffer(f, &mut out);
+    if want("snappy4k") {
+        rows.push(measure_blocks(
+            "snappy4k",
+            "snappy 4 KiB blocks",
+            &values,
+            &ids,
+            4096,
+            |b| {
+                snap::raw::Encoder::new()
+                    .compress_vec(b)
+                    .unwrap_or_default()
+            },
+            |c, out| {
+                let len = snap::raw::decompress_len(c).unwrap_or(0);
+                out.resize(len, 0);
+                let _ = snap::raw::Decoder::new().decompress(c, out);
+            },
+        ));
     }
-    let seq = raw as f64 / 1e6 / t.elapsed().as_secs_f64();
-    let dict_bytes = dict.len() + frames.iter().map(Vec::len).sum::<usize>() + 8 * n;
-    rows.push(Measured {
-        name: "zstd-19 per record, 1 MiB dict".into(),
-        bytes: dict_bytes,
-        build_s: dict_build.median,
-        get_ns,
-        get_p99_ns,
-        seq_mb_s: seq,
-    });
-
+    if want("zstd16k") {
+        rows.push(measure_blocks(
+            "zstd16k",
+            "zstd-3 16 KiB blocks",
+            &values,
+            &ids,
+            16384,
+            |b| zstd::bulk::compress(b, 3).unwrap_or_default(),
+            {
+                let mut d = zstd::bulk::Decompressor::new().map_err(zerr)?;
+                move |c, out| {
+                    let _ = d.decompress_to_buffer(c, out);
+                }
+            },
+        ));
+    }
+    if want("zstd_dict") {
+        rows.push(measure_zstd_dict(&values, &ids)?);
+    }
     let ceiling = if args.no_ceiling {
         None
     } else {
@@ -361,30 +406,34 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             "-"
         );
     }
-    let ratio = |i: usize| raw as f64 / rows[i].bytes as f64;
+    let row = |key: &str| rows.iter().find(|r| r.key == key);
+    let ratio = |key: &str| row(key).map(|r| raw as f64 / r.bytes as f64);
+    let field = |key: &str, f: fn(&Measured) -> f64| row(key).map(f);
     let json = serde_json::json!({
         "bench": "zip",
         "dataset": args.records.display().to_string(),
         "records": n,
         "raw_bytes": raw,
-        "pith_bytes": rows[0].bytes,
-        "pith_codec": codec.name(),
-        "pith_ratio": ratio(0),
-        "pith_plain_ratio": ratio(1),
-        "pith_zstd_dict_ratio": ratio(2),
-        "snappy4k_ratio": ratio(3),
-        "zstd16k_ratio": ratio(4),
-        "zstd_dict_ratio": ratio(5),
+        "pith_bytes": row("pith").map(|r| r.bytes),
+        "pith_codec": codec.map(|c| c.name()),
+        "pith_ratio": ratio("pith"),
+        "pith_plain_ratio": ratio("pith_plain"),
+        "pith_zstd_dict_ratio": ratio("pith_zstd_dict"),
+        "pith_global_ratio": ratio("pith_global"),
+        "snappy4k_ratio": ratio("snappy4k"),
+        "zstd16k_ratio": ratio("zstd16k"),
+        "zstd_dict_ratio": ratio("zstd_dict"),
         "ceiling_ratio": ceiling.map(|(b, _)| raw as f64 / b as f64),
-        "pith_build_s": rows[0].build_s,
-        "pith_get_ns": rows[0].get_ns,
-        "pith_get_p99_ns": rows[0].get_p99_ns,
-        "zstd16k_get_ns": rows[4].get_ns,
-        "snappy4k_get_ns": rows[3].get_ns,
-        "zstd_dict_get_ns": rows[5].get_ns,
-        "pith_seq_mb_s": rows[0].seq_mb_s,
-        "zstd16k_seq_mb_s": rows[4].seq_mb_s,
-        "snappy4k_seq_mb_s": rows[3].seq_mb_s,
+        "pith_build_s": field("pith", |r| r.build_s),
+        "pith_get_ns": field("pith", |r| r.get_ns),
+        "pith_get_p99_ns": field("pith", |r| r.get_p99_ns),
+        "pith_global_get_ns": field("pith_global", |r| r.get_ns),
+        "zstd16k_get_ns": field("zstd16k", |r| r.get_ns),
+        "snappy4k_get_ns": field("snappy4k", |r| r.get_ns),
+        "zstd_dict_get_ns": field("zstd_dict", |r| r.get_ns),
+        "pith_seq_mb_s": field("pith", |r| r.seq_mb_s),
+        "zstd16k_seq_mb_s": field("zstd16k", |r| r.seq_mb_s),
+        "snappy4k_seq_mb_s": field("snappy4k", |r| r.seq_mb_s),
     });
     println!("{json}");
     Ok(())

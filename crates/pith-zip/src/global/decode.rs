@@ -1,4 +1,13 @@
-//! Decoding one record of the global-dictionary codec.
+//! Decoding one record of the global-dictionary codec, in two phases.
+//!
+//! Phase one reads the bits: literals go straight to their place in the
+//! output, each match leaves a gap and a pending copy, and the dictionary
+//! lines a copy will read are prefetched. Phase two fills the gaps in
+//! order. Literal contexts never depend on copied bytes, so phase one runs
+//! without waiting on the dictionary, and the dictionary's cache misses (the
+//! cost of a megabytes-large dictionary) overlap instead of queueing.
+//! Pending copies are flushed every [`BATCH`] matches, so memory stays
+//! constant.
 //!
 //! Every value read from the bit stream is checked before it is used: a
 //! symbol no code has, a length past the record's bound, a dictionary
@@ -6,23 +15,84 @@
 //! is a typed error, and so is a stream that ends early or has bytes left
 //! over. The output never grows past `min(max, MAX_EXPANSION * (len + 1))`.
 
-use super::symbols::{literal_len, match_len, source, Source, CONTEXTS, CONTEXT_OF, MAX_MATCH, START_CONTEXT};
+use super::symbols::{
+    is_hex_class, literal_len, match_len, next_context, source, Source, AFTER_MATCH, CONTEXTS,
+    CONTEXT_OF, MAX_MATCH, START_CONTEXT,
+};
 use super::{read_model, MAX_EXPANSION};
 use crate::bits::BitReader;
 use crate::error::{Error, Result};
 use crate::huffman;
 
+/// Pending copies per flush.
+const BATCH: usize = 64;
+
 /// An opened model: the inflated dictionary and the decode tables.
 pub(crate) struct Decoder {
-    dict: Vec<u8>,
+    dict: Dictionary,
     literals: Vec<huffman::Decoder>,
     lit_len: huffman::Decoder,
     match_len: huffman::Decoder,
     source: huffman::Decoder,
 }
 
+/// The inflated dictionary, in huge pages where the kernel gives them: its
+/// reads are random, and 4 KiB pages would add a TLB miss to most.
+enum Dictionary {
+    Mapped(memmap2::MmapMut),
+    Heap(Vec<u8>),
+}
+
+impl Dictionary {
+    fn new(bytes: Vec<u8>) -> Self {
+        if bytes.len() < 2 << 20 {
+            return Dictionary::Heap(bytes);
+        }
+        match memmap2::MmapMut::map_anon(bytes.len()) {
+            Ok(mut map) => {
+                // Only a hint: without transparent huge pages it is a no-op.
+                #[cfg(target_os = "linux")]
+                let _ = map.advise(memmap2::Advice::HugePage);
+                map.copy_from_slice(&bytes);
+                Dictionary::Mapped(map)
+            }
+            Err(_) => Dictionary::Heap(bytes),
+        }
+    }
+
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Dictionary::Mapped(m) => m,
+            Dictionary::Heap(v) => v,
+        }
+    }
+}
+
 fn bad(detail: impl Into<String>) -> Error {
     Error::Codec(detail.into())
+}
+
+/// A copy phase two performs: `len` bytes to `dst` from the dictionary at
+/// `from`, or from `dst - from` in the output when `local`.
+#[derive(Clone, Copy, Default)]
+struct Copy {
+    dst: usize,
+    len: usize,
+    from: usize,
+    local: bool,
+}
+
+#[inline]
+fn prefetch(bytes: &[u8], at: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if at < bytes.len() {
+        // SAFETY: a prefetch is a hint that never faults, and the address
+        // is inside `bytes` anyway.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            _mm_prefetch(bytes.as_ptr().add(at).cast::<i8>(), _MM_HINT_T0);
+        }
+    }
 }
 
 impl Decoder {
@@ -32,8 +102,9 @@ impl Decoder {
         let mut tables = Vec::with_capacity(lengths.len());
         for (t, l) in lengths.iter().enumerate() {
             tables.push(
-                huffman::Decoder::new(l)
-                    .ok_or_else(|| bad(format!("code lengths of table {t} are not a prefix code")))?,
+                huffman::Decoder::new(l).ok_or_else(|| {
+                    bad(format!("code lengths of table {t} are not a prefix code"))
+                })?,
             );
         }
         let source = tables.pop().ok_or_else(|| bad("missing table"))?;
@@ -41,7 +112,7 @@ impl Decoder {
         let lit_len = tables.pop().ok_or_else(|| bad("missing table"))?;
         debug_assert_eq!(tables.len(), CONTEXTS);
         Ok(Decoder {
-            dict,
+            dict: Dictionary::new(dict),
             literals: tables,
             lit_len,
             match_len,
@@ -51,78 +122,130 @@ impl Decoder {
 
     /// Dictionary size in bytes (in memory, inflated).
     pub(crate) fn dict_len(&self) -> usize {
-        self.dict.len()
+        self.dict.bytes().len()
     }
 
     /// Replaces `out` with the record encoded in `payload`, which may not
     /// decode to more than `max` bytes.
     pub(crate) fn decode(&self, payload: &[u8], max: u64, out: &mut Vec<u8>) -> Result<()> {
         out.clear();
+        let dict = self.dict.bytes();
         let limit = max.min((payload.len() as u64 + 1).saturating_mul(MAX_EXPANSION)) as usize;
         let mut r = BitReader::new(payload);
-        let mut cursor = 0u64;
+        let mut cursor = 0usize;
         let mut last_dist = 0usize;
         let mut ctx = usize::from(START_CONTEXT);
+        let mut pending = [Copy::default(); BATCH];
+        let mut npending = 0;
         loop {
             r.refill();
-            let sym = self.lit_len.get(&mut r).ok_or_else(|| bad("invalid literal-length code"))?;
-            let eb = literal_len::extra_bits(sym).ok_or_else(|| bad("literal-length code out of range"))?;
+            let sym = self
+                .lit_len
+                .get(&mut r)
+                .ok_or_else(|| bad("invalid literal-length code"))?;
+            let eb = literal_len::extra_bits(sym)
+                .ok_or_else(|| bad("literal-length code out of range"))?;
             let lits = literal_len::value(sym, r.read_wide(eb));
             let lits = usize::try_from(lits)
                 .ok()
                 .filter(|&n| n <= limit - out.len())
                 .ok_or_else(|| bad(format!("{lits} literals overflow the record bound {limit}")))?;
-            out.try_reserve(lits).map_err(|_| bad("cannot allocate the record"))?;
+            out.try_reserve(lits)
+                .map_err(|_| bad("cannot allocate the record"))?;
+            let mut hexes = 0;
             for _ in 0..lits {
                 r.refill();
-                let b = self.literals[ctx].get(&mut r).ok_or_else(|| bad("invalid literal code"))?;
+                let b = self.literals[ctx]
+                    .get(&mut r)
+                    .ok_or_else(|| bad("invalid literal code"))?;
                 out.push(b as u8);
-                ctx = usize::from(CONTEXT_OF[b & 255]);
+                let class = CONTEXT_OF[b & 255];
+                hexes = if is_hex_class(class) { hexes + 1 } else { 0 };
+                ctx = usize::from(next_context(class, hexes));
             }
             r.refill();
-            let sym = self.match_len.get(&mut r).ok_or_else(|| bad("invalid match-length code"))?;
+            let sym = self
+                .match_len
+                .get(&mut r)
+                .ok_or_else(|| bad("invalid match-length code"))?;
             if sym == match_len::END {
                 break;
             }
-            let eb = match_len::extra_bits(sym).ok_or_else(|| bad("match-length code out of range"))?;
+            let eb =
+                match_len::extra_bits(sym).ok_or_else(|| bad("match-length code out of range"))?;
             let len = match_len::value(sym, r.read_wide(eb));
             if len > MAX_MATCH || len as usize > limit - out.len() {
-                return Err(bad(format!("a {len}-byte match overflows the record bound {limit}")));
+                return Err(bad(format!(
+                    "a {len}-byte match overflows the record bound {limit}"
+                )));
             }
             let len = len as usize;
             r.refill();
-            let sym = self.source.get(&mut r).ok_or_else(|| bad("invalid source code"))?;
+            let sym = self
+                .source
+                .get(&mut r)
+                .ok_or_else(|| bad("invalid source code"))?;
             let eb = source::extra_bits(sym).ok_or_else(|| bad("source code out of range"))?;
-            let src = source::value(sym, r.read_wide(eb));
-            out.try_reserve(len).map_err(|_| bad("cannot allocate the record"))?;
-            match src {
-                Source::Dict(delta) => {
-                    let predicted = cursor + lits as u64;
-                    let from = (predicted as i128 + i128::from(delta)) as u128;
-                    let span = usize::try_from(from)
+            let dst = out.len();
+            let copy = match source::value(sym, r.read_wide(eb)) {
+                src @ (Source::Near(_) | Source::At(_)) => {
+                    let from = match src {
+                        Source::Near(delta) => {
+                            (cursor as i128 + lits as i128 + i128::from(delta)) as u128
+                        }
+                        Source::At(at) => u128::from(at),
+                        _ => u128::MAX,
+                    };
+                    let from = usize::try_from(from)
                         .ok()
-                        .and_then(|f| Some(f..f.checked_add(len)?))
-                        .and_then(|range| self.dict.get(range.clone()).map(|s| (range.end, s)));
-                    let (end, bytes) = span.ok_or_else(|| {
-                        bad(format!("dictionary match at {from}+{len} outside the {}-byte dictionary", self.dict.len()))
-                    })?;
-                    out.extend_from_slice(bytes);
-                    cursor = end as u64;
+                        .filter(|&f| f <= dict.len() && len <= dict.len() - f)
+                        .ok_or_else(|| {
+                            bad(format!(
+                                "dictionary match at {from}+{len} outside the {}-byte dictionary",
+                                dict.len()
+                            ))
+                        })?;
+                    prefetch(dict, from);
+                    prefetch(dict, from + len - 1);
+                    cursor = from + len;
+                    Copy {
+                        dst,
+                        len,
+                        from,
+                        local: false,
+                    }
                 }
-                Source::LocalRepeat | Source::Local(_) => {
+                src => {
                     let dist = match src {
                         Source::Local(d) => usize::try_from(d).unwrap_or(usize::MAX),
                         _ => last_dist,
                     };
-                    if dist == 0 || dist > out.len() {
-                        return Err(bad(format!("match distance {dist} before the record start")));
+                    if dist == 0 || dist > dst {
+                        return Err(bad(format!(
+                            "match distance {dist} before the record start"
+                        )));
                     }
-                    copy_back(out, dist, len);
                     last_dist = dist;
+                    Copy {
+                        dst,
+                        len,
+                        from: dist,
+                        local: true,
+                    }
                 }
+            };
+            out.try_reserve(len)
+                .map_err(|_| bad("cannot allocate the record"))?;
+            out.resize(dst + len, 0);
+            pending[npending] = copy;
+            npending += 1;
+            if npending == BATCH {
+                fill(out, dict, &pending);
+                npending = 0;
             }
-            ctx = usize::from(CONTEXT_OF[usize::from(out[out.len() - 1])]);
+            ctx = usize::from(AFTER_MATCH);
         }
+        fill(out, dict, &pending[..npending]);
         if !r.finish() {
             return Err(bad("record bits end early or leave bytes over"));
         }
@@ -130,17 +253,21 @@ impl Decoder {
     }
 }
 
-/// Appends `len` bytes copied from `dist` back, overlapping allowed (a
-/// distance shorter than the length repeats the pattern).
+/// Phase two: performs `copies` in order. Their ranges were checked when
+/// they were decoded.
 #[inline]
-fn copy_back(out: &mut Vec<u8>, dist: usize, len: usize) {
-    let start = out.len() - dist;
-    if dist >= len {
-        out.extend_from_within(start..start + len);
-    } else {
-        for i in 0..len {
-            let b = out[start + i];
-            out.push(b);
+fn fill(out: &mut [u8], dict: &[u8], copies: &[Copy]) {
+    for c in copies {
+        if !c.local {
+            out[c.dst..c.dst + c.len].copy_from_slice(&dict[c.from..c.from + c.len]);
+        } else if c.from >= c.len {
+            out.copy_within(c.dst - c.from..c.dst - c.from + c.len, c.dst);
+        } else {
+            // Overlapping: a distance shorter than the length repeats the
+            // pattern, byte by byte.
+            for i in c.dst..c.dst + c.len {
+                out[i] = out[i - c.from];
+            }
         }
     }
 }

@@ -10,7 +10,8 @@
 //! checked before any chain) at a fraction of the build time.
 //!
 //! Invariants: `head` and `chain` hold positions `< dict.len() - HASH_LEN + 1`
-//! (or `NONE`), and chains strictly decrease, so every walk ends.
+//! (or `NONE`), and chains strictly increase, so every walk ends and visits
+//! the front of the dictionary, where its most referenced bytes are, first.
 
 /// Bytes hashed to find candidates.
 pub(crate) const HASH_LEN: usize = 6;
@@ -47,21 +48,21 @@ pub(crate) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
 }
 
 /// Hash chains over the dictionary.
-pub(crate) struct DictIndex<'d> {
-    dict: &'d [u8],
+pub(crate) struct DictIndex {
+    dict: Vec<u8>,
     bits: u32,
     head: Vec<u32>,
     chain: Vec<u32>,
 }
 
-impl<'d> DictIndex<'d> {
+impl DictIndex {
     /// Indexes every position of `dict` (at most `u32::MAX - 1` bytes).
-    pub(crate) fn new(dict: &'d [u8]) -> Self {
+    pub(crate) fn new(dict: Vec<u8>) -> Self {
         let bits = (usize::BITS - dict.len().max(1 << 12).leading_zeros()).clamp(12, 22);
         let mut head = vec![NONE; 1 << bits];
         let positions = dict.len().saturating_sub(HASH_LEN - 1);
         let mut chain = vec![NONE; positions];
-        for (p, link) in chain.iter_mut().enumerate() {
+        for (p, link) in chain.iter_mut().enumerate().rev() {
             let h = hash(&dict[p..], bits);
             *link = head[h];
             head[h] = p as u32;
@@ -74,12 +75,12 @@ impl<'d> DictIndex<'d> {
         }
     }
 
-    pub(crate) fn dict(&self) -> &'d [u8] {
-        self.dict
+    pub(crate) fn dict(&self) -> &[u8] {
+        &self.dict
     }
 
     /// Calls `f(position, length)` for up to `depth` dictionary positions
-    /// whose match with `s` is at least `HASH_LEN` long, newest first.
+    /// whose match with `s` is at least `HASH_LEN` long, front first.
     #[inline]
     pub(crate) fn candidates(&self, s: &[u8], depth: usize, mut f: impl FnMut(usize, usize)) {
         if s.len() < HASH_LEN {
@@ -176,7 +177,7 @@ mod tests {
     #[test]
     fn finds_dictionary_and_local_matches() {
         let dict = b"Package: libfoo\nVersion: 1.2.3\nPackage: libbar\n";
-        let idx = DictIndex::new(dict);
+        let idx = DictIndex::new(dict.to_vec());
         let mut found = Vec::new();
         idx.candidates(b"Package: libbar\nX", 8, |p, l| found.push((p, l)));
         assert!(found.contains(&(31, 16)), "{found:?}");

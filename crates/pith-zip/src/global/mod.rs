@@ -11,14 +11,19 @@
 //!             (source-code [extra])?          -- absent when the length code is END
 //! ```
 //!
-//! * Literals are Huffman-coded with one of nine tables chosen by the class
-//!   of the byte before (hex digit, letter, digit, space, newline, ...).
+//! * Literals are Huffman-coded with one of eleven tables chosen by the
+//!   class of the literal before (hex digit, letter, digit, space, newline,
+//!   ...), with own tables for runs of hex digits, for a record's first
+//!   literal and for the first after a match (so literal decoding never
+//!   waits for dictionary bytes).
 //! * A dictionary source is a signed delta from the *predicted* position:
 //!   where the previous dictionary match of the record ended plus the
 //!   literals since. A record that is a near copy of a dictionary record
 //!   with substitutions costs a couple of bits per match.
 //! * Local sources are distances back into the record, with a one-symbol
 //!   repeat of the last distance.
+//! * Each table has an escape symbol for values unseen in training (then
+//!   spelled out in raw bits), so the codes spend no space on them.
 //! * No per-record header or table: the record's extent comes from the
 //!   store's offsets, the END code ends it, and the decoder checks it
 //!   consumed exactly the record's bytes.
@@ -31,7 +36,7 @@
 //! resemble each other.
 //!
 //! The model section of the store (see `docs/format.md`) is
-//! `"PZG1" | dict_len u32 | packed_len u32 | code lengths for the 12 tables
+//! `"PZG1" | dict_len u32 | packed_len u32 | code lengths for the 14 tables
 //! | the dictionary as one zstd frame`. The dictionary is kept compressed on
 //! disk and inflated once at open.
 
@@ -46,7 +51,7 @@ use crate::bits::BitWriter;
 use crate::error::{Error, Result};
 use crate::huffman;
 use parse::{Parser, Prices, Seq};
-use symbols::{literal_len, match_len, source, CONTEXTS, CONTEXT_OF, START_CONTEXT};
+use symbols::{literal_len, match_len, source, AFTER_MATCH, CONTEXTS, CONTEXT_OF, START_CONTEXT};
 
 pub(crate) use decode::Decoder;
 
@@ -61,6 +66,7 @@ const MAGIC: [u8; 4] = *b"PZG1";
 /// Memory of the decode tables of an opened model.
 pub(crate) const TABLE_BYTES: usize = TABLES * (2 << huffman::MAX_BITS);
 /// Tables: literals per context, then literal lengths, match lengths, sources.
+/// Fourteen in all.
 const TABLES: usize = CONTEXTS + 3;
 
 /// Symbol counts, the input of the Huffman codes.
@@ -80,7 +86,7 @@ impl Counts {
     fn add(&mut self, rec: &[u8], seqs: &[Seq]) {
         for s in seqs {
             for p in s.lit_start..s.lit_start + s.lit_len {
-                self.tables[literal_context(rec, p)][usize::from(rec[p])] += 1;
+                self.tables[literal_context(rec, p, s.lit_start)][usize::from(rec[p])] += 1;
             }
             self.tables[CONTEXTS][literal_len::encode(s.lit_len as u64).symbol] += 1;
             if s.match_len == 0 {
@@ -92,37 +98,48 @@ impl Counts {
         }
     }
 
-    /// Code lengths. Every symbol gets a code (counts are smoothed by one),
-    /// so any record can be encoded, not only those like the training ones.
+    /// Code lengths, each table with its escape last: symbols unseen in
+    /// training are escaped, so any record can be encoded.
     fn lengths(&self) -> Vec<Vec<u8>> {
         self.tables
             .iter()
-            .map(|t| {
-                let scaled: Vec<u64> = t.iter().map(|&c| c * 4 + 1).collect();
-                huffman::code_lengths(&scaled)
-            })
+            .map(|t| huffman::escaped_lengths(t))
             .collect()
     }
 }
 
+/// Context of the literal at `p` in a run starting at `run_start`; the
+/// decoder derives the same from the literals it has decoded.
 #[inline]
-fn literal_context(rec: &[u8], p: usize) -> usize {
+fn literal_context(rec: &[u8], p: usize, run_start: usize) -> usize {
     if p == 0 {
-        usize::from(START_CONTEXT)
-    } else {
-        usize::from(CONTEXT_OF[usize::from(rec[p - 1])])
+        return usize::from(START_CONTEXT);
     }
+    if p == run_start {
+        return usize::from(AFTER_MATCH);
+    }
+    let class = |b: u8| CONTEXT_OF[usize::from(b)];
+    let hexes = rec[run_start..p]
+        .iter()
+        .rev()
+        .take(2)
+        .take_while(|&&b| symbols::is_hex_class(class(b)))
+        .count() as u32;
+    usize::from(symbols::next_context(class(rec[p - 1]), hexes))
 }
 
 fn prices_of(lengths: &[Vec<u8>], counts: &Counts) -> Prices {
     let (mut bits, mut n) = (0u64, 0u64);
     for (t, table) in lengths.iter().take(CONTEXTS).enumerate() {
-        for (s, &l) in table.iter().enumerate() {
+        for (s, &l) in table.iter().enumerate().take(256) {
             bits += u64::from(l) * counts.tables[t][s];
             n += counts.tables[t][s];
         }
     }
-    let as_f32 = |t: &Vec<u8>| t.iter().map(|&l| f32::from(l)).collect();
+    let as_f32 = |t: &Vec<u8>| {
+        let code = huffman::Encoder::new(t);
+        (0..t.len() - 1).map(|s| code.cost(s) as f32).collect()
+    };
     Prices {
         literal: if n == 0 { 8.0 } else { bits as f32 / n as f32 },
         match_len: as_f32(&lengths[CONTEXTS + 1]),
@@ -131,35 +148,93 @@ fn prices_of(lengths: &[Vec<u8>], counts: &Counts) -> Prices {
 }
 
 /// Encodes records against one dictionary with codes trained beforehand.
-pub(crate) struct Encoder<'d> {
-    parser: Parser<'d>,
+pub(crate) struct Encoder {
+    parser: Parser,
     prices: Prices,
     lengths: Vec<Vec<u8>>,
     codes: Vec<huffman::Encoder>,
     seqs: Vec<Seq>,
 }
 
+/// Most bytes copied to the front of the dictionary.
+const HOT_BYTES: usize = 1 << 20;
+
+/// The dictionary's most referenced runs of bytes, densest first, at most
+/// `budget` bytes. `coverage` is a difference array: its prefix sum at `b`
+/// counts the training matches that copied byte `b`.
+fn hot_bytes(dict: &[u8], coverage: &[i32], budget: usize) -> Vec<u8> {
+    let mut runs = Vec::new();
+    let (mut depth, mut start, mut sum) = (0i64, None, 0i64);
+    for (b, &d) in coverage.iter().enumerate() {
+        depth += i64::from(d);
+        match (depth >= 2, start) {
+            (true, None) => {
+                start = Some(b);
+                sum = depth;
+            }
+            (true, Some(_)) => sum += depth,
+            (false, Some(s)) => {
+                if b - s >= 8 {
+                    runs.push((sum as f64 / (b - s) as f64, s, b));
+                }
+                start = None;
+            }
+            (false, None) => {}
+        }
+    }
+    runs.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let mut out = Vec::new();
+    for (_, s, e) in runs {
+        if out.len() + (e - s) > budget {
+            continue;
+        }
+        out.extend_from_slice(&dict[s..e.min(dict.len())]);
+    }
+    out
+}
+
 /// Chain candidates examined per position by default.
 pub(crate) const DEFAULT_DEPTH: usize = 32;
 
-impl<'d> Encoder<'d> {
-    /// Trains the codes on `training` (records that should not be in
-    /// `dict`, or the statistics would see free copies): two rounds, the
-    /// second parsing with the prices of the first's codes.
-    pub(crate) fn train<R: AsRef<[u8]>>(dict: &'d [u8], training: &[R], depth: usize) -> Self {
-        let mut parser = Parser::new(dict, depth);
+impl Encoder {
+    /// Builds the dictionary from `material` and trains the codes on
+    /// `training` (records that should not be in `material`, or the
+    /// statistics would see free copies). A first parse finds which
+    /// dictionary bytes are referenced most; those are copied to the front
+    /// of the dictionary, where positions are cheap. Two more rounds settle
+    /// the codes, each parsing with the prices of the round before.
+    pub(crate) fn train<R: AsRef<[u8]>>(material: Vec<u8>, training: &[R], depth: usize) -> Self {
+        let mut parser = Parser::new(material, depth);
         let mut prices = Prices::initial();
         let mut lengths = Counts::new().lengths();
         let mut seqs = Vec::new();
-        for _round in 0..2 {
+        for round in 0..3 {
             let mut counts = Counts::new();
+            let mut coverage = if round == 0 {
+                vec![0i32; parser.dict().len() + 1]
+            } else {
+                Vec::new()
+            };
             for r in training {
                 seqs.clear();
                 parser.parse(r.as_ref(), &prices, &mut seqs);
                 counts.add(r.as_ref(), &seqs);
+                if round == 0 {
+                    Parser::dict_spans(&seqs, |at, len| {
+                        coverage[at as usize] += 1;
+                        coverage[(at + len) as usize] -= 1;
+                    });
+                }
             }
             lengths = counts.lengths();
             prices = prices_of(&lengths, &counts);
+            if round == 0 {
+                let dict = parser.dict();
+                let mut front = hot_bytes(dict, &coverage, HOT_BYTES.min(dict.len() / 4));
+                let room = MAX_DICT - front.len().min(MAX_DICT);
+                front.extend_from_slice(&dict[..dict.len().min(room)]);
+                parser = Parser::new(front, depth);
+            }
         }
         let codes = lengths.iter().map(|l| huffman::Encoder::new(l)).collect();
         Encoder {
@@ -181,14 +256,22 @@ impl<'d> Encoder<'d> {
             w.put_wide(c.extra, c.extra_bits);
         };
         for s in &self.seqs {
-            put(&mut w, &self.codes[CONTEXTS], literal_len::encode(s.lit_len as u64));
+            put(
+                &mut w,
+                &self.codes[CONTEXTS],
+                literal_len::encode(s.lit_len as u64),
+            );
             for p in s.lit_start..s.lit_start + s.lit_len {
-                self.codes[literal_context(rec, p)].put(&mut w, usize::from(rec[p]));
+                self.codes[literal_context(rec, p, s.lit_start)].put(&mut w, usize::from(rec[p]));
             }
             if s.match_len == 0 {
                 self.codes[CONTEXTS + 1].put(&mut w, match_len::END);
             } else {
-                put(&mut w, &self.codes[CONTEXTS + 1], match_len::encode(s.match_len));
+                put(
+                    &mut w,
+                    &self.codes[CONTEXTS + 1],
+                    match_len::encode(s.match_len),
+                );
                 put(&mut w, &self.codes[CONTEXTS + 2], source::encode(s.source));
             }
         }
@@ -268,7 +351,7 @@ fn read_model(bytes: &[u8]) -> std::result::Result<(Vec<u8>, Vec<Vec<u8>>), Stri
             _ if t == CONTEXTS => literal_len::SYMBOLS,
             _ if t == CONTEXTS + 1 => match_len::SYMBOLS,
             _ => source::SYMBOLS,
-        };
+        } + 1;
         if l.len() != expected {
             return Err(format!("table {t} has {} symbols, not {expected}", l.len()));
         }
@@ -295,7 +378,7 @@ mod tests {
     use super::*;
 
     fn roundtrip(dict: &[u8], training: &[&[u8]], records: &[&[u8]]) -> usize {
-        let mut enc = Encoder::train(dict, training, DEFAULT_DEPTH);
+        let mut enc = Encoder::train(dict.to_vec(), training, DEFAULT_DEPTH);
         let model = enc.model_bytes().unwrap();
         let dec = Decoder::open(&model).unwrap();
         let mut total = 0;

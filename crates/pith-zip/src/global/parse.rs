@@ -37,7 +37,9 @@ impl Prices {
     pub(crate) fn initial() -> Self {
         Prices {
             literal: 6.0,
-            match_len: (0..match_len::SYMBOLS).map(|s| if s < 12 { 4.0 } else { 6.0 }).collect(),
+            match_len: (0..match_len::SYMBOLS)
+                .map(|s| if s < 12 { 4.0 } else { 6.0 })
+                .collect(),
             source: (0..source::SYMBOLS)
                 .map(|s| match s {
                     0 => 2.0,
@@ -64,8 +66,8 @@ struct Candidate {
 }
 
 /// Parses records against one dictionary.
-pub(crate) struct Parser<'d> {
-    index: DictIndex<'d>,
+pub(crate) struct Parser {
+    index: DictIndex,
     local: LocalIndex,
     /// Chain candidates examined per position.
     depth: usize,
@@ -82,8 +84,8 @@ struct State {
     lit_start: usize,
 }
 
-impl<'d> Parser<'d> {
-    pub(crate) fn new(dict: &'d [u8], depth: usize) -> Self {
+impl Parser {
+    pub(crate) fn new(dict: Vec<u8>, depth: usize) -> Self {
         Parser {
             index: DictIndex::new(dict),
             local: LocalIndex::new(),
@@ -92,7 +94,7 @@ impl<'d> Parser<'d> {
     }
 
     /// The dictionary parsed against.
-    pub(crate) fn dict(&self) -> &'d [u8] {
+    pub(crate) fn dict(&self) -> &[u8] {
         self.index.dict()
     }
 
@@ -114,25 +116,46 @@ impl<'d> Parser<'d> {
         // The dictionary position that continues the last dictionary match.
         let predicted = st.cursor + (p - st.lit_start) as u64;
         if let Some(tail) = dict.get(predicted as usize..) {
-            offer(common_prefix(rest, tail), Source::Dict(0));
+            offer(common_prefix(rest, tail), Source::Near(0));
         }
         if st.last_dist > 0 && st.last_dist as usize <= p {
             let from = p - st.last_dist as usize;
             offer(common_prefix(rest, &rec[from..]), Source::LocalRepeat);
         }
         self.index.candidates(rest, self.depth, |at, len| {
-            offer(len, Source::Dict(at as i64 - predicted as i64));
+            let delta = at as i64 - predicted as i64;
+            if delta.abs() < source::NEAR_LIMIT {
+                offer(len, Source::Near(delta));
+            }
+            offer(len, Source::At(at as u64));
         });
         self.local.insert_upto(rec, p);
-        self.local.candidates(rec, p, self.depth.min(16), |dist, len| {
-            let source = if dist as u64 == st.last_dist {
-                Source::LocalRepeat
-            } else {
-                Source::Local(dist as u64)
-            };
-            offer(len, source);
-        });
+        self.local
+            .candidates(rec, p, self.depth.min(16), |dist, len| {
+                let source = if dist as u64 == st.last_dist {
+                    Source::LocalRepeat
+                } else {
+                    Source::Local(dist as u64)
+                };
+                offer(len, source);
+            });
         best
+    }
+
+    /// The dictionary position each dictionary match of `seqs` (a parse of
+    /// one record) copies from, with its length.
+    pub(crate) fn dict_spans(seqs: &[Seq], mut f: impl FnMut(u64, u64)) {
+        let mut cursor = 0u64;
+        for s in seqs {
+            let at = match s.source {
+                _ if s.match_len == 0 => continue,
+                Source::Near(delta) => (cursor + s.lit_len as u64) as i64 + delta,
+                Source::At(at) => at as i64,
+                Source::LocalRepeat | Source::Local(_) => continue,
+            } as u64;
+            f(at, s.match_len);
+            cursor = at + s.match_len;
+        }
     }
 
     /// Appends the sequences of `rec` to `out`.
@@ -165,10 +188,11 @@ impl<'d> Parser<'d> {
                 source: here.source,
             });
             match here.source {
-                Source::Dict(delta) => {
+                Source::Near(delta) => {
                     let predicted = st.cursor + (p - st.lit_start) as u64;
                     st.cursor = (predicted as i64 + delta) as u64 + here.len;
                 }
+                Source::At(at) => st.cursor = at + here.len,
                 Source::LocalRepeat => {}
                 Source::Local(d) => st.last_dist = d,
             }

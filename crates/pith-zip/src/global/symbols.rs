@@ -109,26 +109,33 @@ pub(crate) mod match_len {
 /// Where a match copies from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Source {
-    /// Dictionary position `predicted + delta`, where `predicted` is the end
-    /// of the previous dictionary match (0 at the start of a record) plus
-    /// the literals since.
-    Dict(i64),
+    /// Dictionary position `predicted + delta`, `|delta| < 2^15`, where
+    /// `predicted` is the end of the previous dictionary match (0 at the
+    /// start of a record) plus the literals since.
+    Near(i64),
+    /// Dictionary position given outright. The dictionary puts its most
+    /// referenced bytes first, so popular positions are small numbers and
+    /// cost few bits.
+    At(u64),
     /// The same distance back into the record as the previous local match.
     LocalRepeat,
     /// `distance >= 1` bytes back into the decoded record.
     Local(u64),
 }
 
-/// Match sources: symbol 0 is dictionary delta 0; 1..=64 dictionary deltas
-/// by bit length of their zigzag form; 65 the local repeat; 66.. local
-/// distances by bit length.
+/// Match sources: symbol 0 is dictionary delta 0; 1..=16 nonzero deltas
+/// by bit length of their zigzag form; 17..=81 absolute dictionary
+/// positions by bit length; 82 the local repeat; 83.. local distances by
+/// bit length.
 pub(crate) mod source {
     use super::*;
-    const DICT_BASE: usize = 0;
-    const LOCAL_REPEAT: usize = 65;
-    const LOCAL_BASE: usize = 66;
+    /// Largest `|delta|` of a [`Source::Near`] is `NEAR_LIMIT - 1`.
+    pub(crate) const NEAR_LIMIT: i64 = 1 << 15;
+    const AT_BASE: usize = 17;
+    const LOCAL_REPEAT: usize = 82;
+    const LOCAL_BASE: usize = 83;
     /// Alphabet size.
-    pub(crate) const SYMBOLS: usize = 66 + 65;
+    pub(crate) const SYMBOLS: usize = LOCAL_BASE + 65;
 
     fn zigzag(v: i64) -> u64 {
         ((v << 1) ^ (v >> 63)) as u64
@@ -139,29 +146,28 @@ pub(crate) mod source {
     }
 
     pub(crate) fn encode(s: Source) -> Coded {
-        match s {
-            Source::Dict(delta) => {
-                let mut c = log_code(zigzag(delta), 1);
-                c.symbol += DICT_BASE;
-                c
+        let (base, c) = match s {
+            Source::Near(delta) => {
+                debug_assert!(delta.abs() < NEAR_LIMIT);
+                (0, log_code(zigzag(delta), 1))
             }
-            Source::LocalRepeat => Coded {
-                symbol: LOCAL_REPEAT,
-                extra: 0,
-                extra_bits: 0,
-            },
+            Source::At(pos) => (AT_BASE, log_code(pos, 1)),
+            Source::LocalRepeat => (LOCAL_REPEAT, log_code(0, 1)),
             Source::Local(d) => {
                 debug_assert!(d >= 1);
-                let mut c = log_code(d - 1, 1);
-                c.symbol += LOCAL_BASE;
-                c
+                (LOCAL_BASE, log_code(d - 1, 1))
             }
+        };
+        Coded {
+            symbol: base + c.symbol,
+            ..c
         }
     }
 
     pub(crate) fn extra_bits(symbol: usize) -> Option<u32> {
         match symbol {
-            0..LOCAL_REPEAT => log_extra_bits(symbol - DICT_BASE, 1),
+            0..AT_BASE => log_extra_bits(symbol, 1),
+            AT_BASE..LOCAL_REPEAT => log_extra_bits(symbol - AT_BASE, 1),
             LOCAL_REPEAT => Some(0),
             _ => log_extra_bits(symbol - LOCAL_BASE, 1),
         }
@@ -169,21 +175,50 @@ pub(crate) mod source {
 
     pub(crate) fn value(symbol: usize, extra: u64) -> Source {
         match symbol {
-            0..LOCAL_REPEAT => Source::Dict(unzigzag(log_value(symbol - DICT_BASE, extra, 1))),
+            0..AT_BASE => Source::Near(unzigzag(log_value(symbol, extra, 1))),
+            AT_BASE..LOCAL_REPEAT => Source::At(log_value(symbol - AT_BASE, extra, 1)),
             LOCAL_REPEAT => Source::LocalRepeat,
             _ => Source::Local(log_value(symbol - LOCAL_BASE, extra, 1) + 1),
         }
     }
 }
 
-/// Literal context of the byte before: literals are coded with one of
-/// [`CONTEXTS`] tables chosen by the class of the previous decoded byte.
-/// Hex digits, letters, digits, separators and line breaks predict very
-/// different next bytes in text and structured records.
-pub(crate) const CONTEXTS: usize = 9;
+/// Literal contexts: literals are coded with one of [`CONTEXTS`] tables,
+/// chosen by the class of the previous literal of the same run (hex digits,
+/// letters, digits, separators and line breaks predict very different next
+/// bytes), [`HEX_RUN`] inside a run of hex digits, [`START_CONTEXT`] at
+/// the start of the record and
+/// [`AFTER_MATCH`] for the first literal after a match. The last context
+/// never depends on the bytes a match copied, so a decoder can decode all
+/// of a record's bits before it touches the dictionary.
+pub(crate) const CONTEXTS: usize = 11;
 
 /// Context of the first literal of a record.
 pub(crate) const START_CONTEXT: u8 = 5;
+
+/// Context of the first literal after a match.
+pub(crate) const AFTER_MATCH: u8 = 9;
+
+/// Context after two or more hex digits in a row (hashes and checksums in
+/// records are long runs of literals that cost four bits each at best).
+pub(crate) const HEX_RUN: u8 = 10;
+
+/// Classes of [`CONTEXT_OF`] that are hex digits.
+#[inline]
+pub(crate) fn is_hex_class(class: u8) -> bool {
+    class <= 1
+}
+
+/// Context of the next literal of a run after a literal of class `class`,
+/// `hexes` being how many hex digits in a row end the run so far.
+#[inline]
+pub(crate) fn next_context(class: u8, hexes: u32) -> u8 {
+    if hexes >= 2 {
+        HEX_RUN
+    } else {
+        class
+    }
+}
 
 /// Context class of each byte value.
 pub(crate) static CONTEXT_OF: [u8; 256] = {
@@ -245,9 +280,11 @@ mod tests {
                 match_len::extra_bits,
                 match_len::value,
             );
+            let near = (v as i64).rem_euclid(source::NEAR_LIMIT);
             for s in [
-                Source::Dict(v as i64),
-                Source::Dict((v as i64).wrapping_neg()),
+                Source::Near(near),
+                Source::Near(-near),
+                Source::At(v),
                 Source::Local(v.max(1)),
                 Source::LocalRepeat,
             ] {
