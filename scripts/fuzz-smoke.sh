@@ -17,7 +17,9 @@ printf 'a\nab\nabc\nb\n' > /tmp/pith-fuzz-keys.txt
 cargo run -q --release -p pith-cli -- trie build --keys /tmp/pith-fuzz-keys.txt --out fuzz/corpus/trie_open/tiny.trie
 cp fuzz/corpus/trie_open/*.trie fuzz/corpus/trie_structure/
 mkdir -p fuzz/corpus/zip_open
-cargo run -q --release -p pith-cli -- zip build --records data/debian-sample.jsonl.zst --limit 200 --out fuzz/corpus/zip_open/debian-200.zip
+for codec in zstd-dict global; do
+  cargo run -q --release -p pith-cli -- zip build --records data/debian-sample.jsonl.zst --limit 200 --codec "$codec" --out "fuzz/corpus/zip_open/debian-200-$codec.zip"
+done
 cd fuzz
 for target in $(cargo +nightly fuzz list); do
   echo "fuzz-smoke: $target for ${seconds}s"

@@ -25,6 +25,9 @@ pub enum ZipCommand {
         /// Use only the first N records.
         #[arg(long)]
         limit: Option<u64>,
+        /// Codec: chosen by trial on a sample (auto) or forced.
+        #[arg(long, value_enum, default_value_t = CodecArg::Auto)]
+        codec: CodecArg,
     },
     /// Prints record ID of a store file to stdout.
     Get {
@@ -34,6 +37,31 @@ pub enum ZipCommand {
         /// Record id.
         id: u64,
     },
+}
+
+/// `--codec` values.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum CodecArg {
+    /// Try the codecs on held-out sample records, keep the smallest.
+    Auto,
+    /// Records as they are.
+    Plain,
+    /// zstd frames against a trained dictionary.
+    ZstdDict,
+    /// PithDB's own global-dictionary codec.
+    Global,
+}
+
+impl CodecArg {
+    fn choice(self) -> pith_zip::CodecChoice {
+        use pith_zip::{Codec, CodecChoice};
+        match self {
+            CodecArg::Auto => CodecChoice::Auto,
+            CodecArg::Plain => CodecChoice::Force(Codec::Plain),
+            CodecArg::ZstdDict => CodecChoice::Force(Codec::ZstdDict),
+            CodecArg::Global => CodecChoice::Force(Codec::Global),
+        }
+    }
 }
 
 fn io(path: &Path) -> impl Fn(std::io::Error) -> CliError + '_ {
@@ -50,6 +78,7 @@ pub fn run(cmd: &ZipCommand) -> Result<(), CliError> {
             records,
             out,
             limit,
+            codec,
         } => {
             let first_error: RefCell<Option<CliError>> = RefCell::new(None);
             let source = || {
@@ -74,7 +103,11 @@ pub fn run(cmd: &ZipCommand) -> Result<(), CliError> {
             };
             let file = std::fs::File::create(out).map_err(io(out))?;
             let mut w = std::io::BufWriter::new(file);
-            let built = pith_zip::build(source, &pith_zip::Options::default(), &mut w);
+            let options = pith_zip::Options {
+                codec: codec.choice(),
+                ..pith_zip::Options::default()
+            };
+            let built = pith_zip::build(source, &options, &mut w);
             if let Some(e) = first_error.into_inner() {
                 return Err(e);
             }
