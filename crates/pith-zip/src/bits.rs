@@ -124,8 +124,24 @@ impl<'a> BitReader<'a> {
         v
     }
 
+    /// Valid bits loaded: at least this many can be peeked or read
+    /// without a refill.
+    #[inline]
+    pub(crate) fn available(&self) -> u32 {
+        self.bits
+    }
+
     /// Reads `n <= 64` bits, refilling as needed.
+    #[inline]
     pub(crate) fn read_wide(&mut self, n: u32) -> u64 {
+        if n <= self.bits && n < 64 {
+            return self.read(n);
+        }
+        self.read_wide_slow(n)
+    }
+
+    #[inline(never)]
+    fn read_wide_slow(&mut self, n: u32) -> u64 {
         self.refill();
         if n > 32 {
             let lo = self.read(32);

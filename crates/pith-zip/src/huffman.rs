@@ -221,6 +221,20 @@ impl Decoder {
         })
     }
 
+    /// The raw table: `2^MAX_BITS` entries of `symbol << 4 | length`
+    /// (length 0: no code), indexed by the next `MAX_BITS` stream bits.
+    pub(crate) fn table(&self) -> &[u16] {
+        &self.table
+    }
+
+    /// Reads an escaped symbol index (after the escape code); `None` when
+    /// out of range.
+    #[inline]
+    pub(crate) fn escaped(&self, r: &mut BitReader<'_>) -> Option<usize> {
+        let raw = r.read(self.escape_bits) as usize;
+        (raw < self.escape).then_some(raw)
+    }
+
     /// Decodes one symbol; `None` on a bit pattern no code has or an
     /// escaped index out of range. The reader must hold at least
     /// `MAX_BITS + 12` bits (or be at its end).
@@ -236,8 +250,7 @@ impl Decoder {
         if symbol != self.escape {
             return Some(symbol);
         }
-        let raw = r.read(self.escape_bits) as usize;
-        (raw < self.escape).then_some(raw)
+        self.escaped(r)
     }
 }
 

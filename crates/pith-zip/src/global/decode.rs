@@ -22,7 +22,10 @@ use super::symbols::{
 use super::{read_model, MAX_EXPANSION};
 use crate::bits::BitReader;
 use crate::error::{Error, Result};
-use crate::huffman;
+use crate::huffman::{self, MAX_BITS};
+
+/// The escape symbol of literal tables (after the 256 byte values).
+const LITERAL_ESCAPE: usize = 256;
 
 /// Pending copies per flush.
 const BATCH: usize = 64;
@@ -31,6 +34,10 @@ const BATCH: usize = 64;
 pub(crate) struct Decoder {
     dict: Dictionary,
     literals: Vec<huffman::Decoder>,
+    /// All literal tables in one array, context `c` at `c << MAX_BITS`,
+    /// entries `length | symbol << 4` as in [`huffman::Decoder`]: one array
+    /// small enough for L1, and no pointer to chase per literal.
+    literal_table: Box<[u16]>,
     lit_len: huffman::Decoder,
     match_len: huffman::Decoder,
     source: huffman::Decoder,
@@ -111,9 +118,11 @@ impl Decoder {
         let match_len = tables.pop().ok_or_else(|| bad("missing table"))?;
         let lit_len = tables.pop().ok_or_else(|| bad("missing table"))?;
         debug_assert_eq!(tables.len(), CONTEXTS);
+        let literal_table = tables.iter().flat_map(|t| t.table()).copied().collect();
         Ok(Decoder {
             dict: Dictionary::new(dict),
             literals: tables,
+            literal_table,
             lit_len,
             match_len,
             source,
@@ -152,13 +161,27 @@ impl Decoder {
                 .ok_or_else(|| bad(format!("{lits} literals overflow the record bound {limit}")))?;
             out.try_reserve(lits)
                 .map_err(|_| bad("cannot allocate the record"))?;
+            let start = out.len();
+            out.resize(start + lits, 0);
             let mut hexes = 0;
-            for _ in 0..lits {
-                r.refill();
-                let b = self.literals[ctx]
-                    .get(&mut r)
-                    .ok_or_else(|| bad("invalid literal code"))?;
-                out.push(b as u8);
+            for slot in &mut out[start..] {
+                // A literal takes at most MAX_BITS + 8 bits (escaped).
+                if r.available() < MAX_BITS + 8 {
+                    r.refill();
+                }
+                let e = self.literal_table[ctx << MAX_BITS | r.peek(MAX_BITS) as usize];
+                let len = u32::from(e & 15);
+                if len == 0 {
+                    return Err(bad("invalid literal code"));
+                }
+                r.consume(len);
+                let mut b = usize::from(e >> 4);
+                if b == LITERAL_ESCAPE {
+                    b = self.literals[ctx]
+                        .escaped(&mut r)
+                        .ok_or_else(|| bad("escaped literal out of range"))?;
+                }
+                *slot = b as u8;
                 let class = CONTEXT_OF[b & 255];
                 hexes = if is_hex_class(class) { hexes + 1 } else { 0 };
                 ctx = usize::from(next_context(class, hexes));
