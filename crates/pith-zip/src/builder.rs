@@ -48,7 +48,7 @@ pub struct Options {
     /// memory, inflated, while the store is open.
     pub global_dict_bytes: usize,
     /// Hash-chain candidates the global codec's parser examines per
-    /// position; default 32. Higher finds a few more matches, slower.
+    /// position; default 64. Higher finds a few more matches, slower.
     pub global_depth: usize,
     /// Largest sample kept for codec choice and training; default 16 MiB.
     pub sample_bytes: usize,

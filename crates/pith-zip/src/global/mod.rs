@@ -194,7 +194,7 @@ fn hot_bytes(dict: &[u8], coverage: &[i32], budget: usize) -> Vec<u8> {
 }
 
 /// Chain candidates examined per position by default.
-pub(crate) const DEFAULT_DEPTH: usize = 32;
+pub(crate) const DEFAULT_DEPTH: usize = 64;
 
 impl Encoder {
     /// Builds the dictionary from `material` and trains the codes on

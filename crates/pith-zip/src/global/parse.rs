@@ -172,13 +172,17 @@ impl Parser {
                 p += 1;
                 continue;
             };
-            // Lazy step: a literal now may buy a better match next byte.
+            // Lazy steps: a literal or two now may buy a better match.
             if here.len < 64 {
-                if let Some(next) = self.best(rec, p + 1, &st, prices) {
-                    if next.gain > here.gain + prices.literal {
-                        p += 1;
-                        continue;
-                    }
+                let later = |parser: &mut Self, k: usize| {
+                    p + k + MIN_MATCH as usize <= rec.len()
+                        && parser
+                            .best(rec, p + k, &st, prices)
+                            .is_some_and(|c| c.gain > here.gain + k as f32 * prices.literal)
+                };
+                if later(self, 1) || later(self, 2) {
+                    p += 1;
+                    continue;
                 }
             }
             out.push(Seq {
