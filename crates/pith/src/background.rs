@@ -1,0 +1,217 @@
+//! The background thread: builds frozen memtables into segments, then
+//! merges segments.
+//!
+//! One thread does both, flushes first, so the manifest has one writer
+//! besides bulk loads (which exclude flushes by waiting for them) and the
+//! segment list changes in one place.
+//!
+//! # Merge policy
+//!
+//! While there are more than `merge_trigger` segments, merge the window of
+//! `min(count - merge_trigger + 1, max_merge_width)` adjacent segments
+//! whose total size is smallest. Adjacent, so the merged segment takes its
+//! inputs' place and sequence ranges stay ordered (a point read stops at
+//! the newest segment holding the key). Smallest window, so fresh small
+//! flushes merge with each other before they are merged into the big old
+//! segment: a byte is rewritten about log2(data / memtable) times, as in
+//! size-tiered compaction, while a point read consults at most
+//! `merge_trigger` segments (plus a few while merges catch up) and each
+//! miss costs one Bloom probe. A merge whose window starts at the oldest
+//! segment drops tombstones nobody needs. `compact()` merges everything.
+//!
+//! Reads never wait for merges: a merge builds its output from `Arc`s of
+//! its inputs and swaps the segment list at the end; readers holding the
+//! old list keep reading the old files, which are deleted when the last
+//! reader lets go.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use crate::db::{entry_of, lock, Inner, State};
+use crate::error::{Error, Result};
+use crate::memtable::Memtable;
+use crate::merge::MergeSource;
+use crate::segment::writer::write_segment;
+use crate::segment::Segment;
+
+enum Job {
+    Flush(Arc<Memtable>),
+    Merge(Range<usize>, bool),
+}
+
+/// Picks the window to merge, if any.
+pub(crate) fn pick_merge(sizes: &[u64], trigger: usize, width: usize) -> Option<Range<usize>> {
+    if sizes.len() <= trigger {
+        return None;
+    }
+    let m = (sizes.len() - trigger + 1)
+        .clamp(2, width.max(2))
+        .min(sizes.len());
+    (0..=sizes.len() - m)
+        .min_by_key(|&i| sizes[i..i + m].iter().sum::<u64>())
+        .map(|i| i..i + m)
+}
+
+fn next_job(inner: &Inner) -> Option<Job> {
+    let mut bg = lock(&inner.bg);
+    loop {
+        if bg.shutdown {
+            return None;
+        }
+        if bg.error.is_none() {
+            let st = inner.current();
+            if let Some(m) = st.frozen.first() {
+                return Some(Job::Flush(m.clone()));
+            }
+            if bg.compactions_requested > bg.compactions_done {
+                if st.segments.is_empty() {
+                    bg.compactions_done = bg.compactions_requested;
+                    inner.bg_cv.notify_all();
+                    continue;
+                }
+                return Some(Job::Merge(0..st.segments.len(), true));
+            }
+            let sizes: Vec<u64> = st.segments.iter().map(|s| s.file_bytes()).collect();
+            let o = &inner.options;
+            if let Some(w) = pick_merge(&sizes, o.merge_trigger, o.max_merge_width) {
+                return Some(Job::Merge(w, false));
+            }
+        }
+        bg = inner.bg_cv.wait(bg).unwrap_or_else(|p| p.into_inner());
+    }
+}
+
+/// The thread's body; returns at shutdown.
+pub(crate) fn run(inner: &Inner) {
+    while let Some(job) = next_job(inner) {
+        let result = match job {
+            Job::Flush(mem) => flush(inner, &mem),
+            Job::Merge(window, full) => merge(inner, window).map(|()| {
+                if full {
+                    let mut bg = lock(&inner.bg);
+                    bg.compactions_done = bg.compactions_requested;
+                }
+            }),
+        };
+        if let Err(e) = result {
+            inner.poison(&e);
+        }
+        let _bg = lock(&inner.bg);
+        inner.bg_cv.notify_all();
+    }
+}
+
+/// Builds the oldest frozen memtable and installs the segment.
+fn flush(inner: &Inner, mem: &Arc<Memtable>) -> Result<()> {
+    let bottommost = inner.current().segments.is_empty();
+    let segment = inner.build_from_memtable(mem, bottommost)?;
+    {
+        let mut m = lock(&inner.manifest);
+        let st = inner.current();
+        if let Some(s) = &segment {
+            m.segments.push(entry_of(s));
+        }
+        m.last_seq = m.last_seq.max(mem.max_seq());
+        // The oldest log still needed is that of the next memtable.
+        m.log_number = st
+            .frozen
+            .iter()
+            .chain([&st.mem])
+            .map(|x| x.wal_number)
+            .find(|&n| n != mem.wal_number)
+            .unwrap_or(st.mem.wal_number);
+        m.write(&inner.dir)?;
+    }
+    inner.set_state(|st| State {
+        mem: st.mem.clone(),
+        frozen: st
+            .frozen
+            .iter()
+            .filter(|f| !Arc::ptr_eq(f, mem))
+            .cloned()
+            .collect(),
+        segments: st.segments.iter().cloned().chain(segment).collect(),
+    });
+    let _ = std::fs::remove_file(inner.file(mem.wal_number, "wal"));
+    Ok(())
+}
+
+/// Merges the segments in `window` (indexes into the current list).
+fn merge(inner: &Inner, window: Range<usize>) -> Result<()> {
+    let st = inner.current();
+    let inputs: Vec<Arc<Segment>> = st.segments[window.clone()].to_vec();
+    let bottommost = window.start == 0;
+    let source = MergeSource::new(inputs.clone(), inner.snapshot_list(), bottommost);
+    let number = inner.new_file_number();
+    let path = inner.file(number, "seg");
+    let built = write_segment(
+        &path,
+        &source,
+        &inner.options.merge_zip,
+        inner.options.bloom_bits_per_key,
+    )?;
+    let output = match built {
+        true => {
+            crate::manifest::sync_dir(&inner.dir)?;
+            Some(Arc::new(Segment::open(&path, number)?))
+        }
+        false => None,
+    };
+    let numbers: Vec<u64> = inputs.iter().map(|s| s.number).collect();
+    {
+        let mut m = lock(&inner.manifest);
+        let at = m
+            .segments
+            .iter()
+            .position(|e| e.number == numbers[0])
+            .filter(|&at| {
+                m.segments[at..]
+                    .iter()
+                    .map(|e| e.number)
+                    .take(numbers.len())
+                    .eq(numbers.iter().copied())
+            })
+            .ok_or_else(|| {
+                Error::InvalidArgument("merge inputs are no longer adjacent in the manifest".into())
+            })?;
+        m.segments
+            .splice(at..at + numbers.len(), output.iter().map(|s| entry_of(s)));
+        m.write(&inner.dir)?;
+    }
+    inner.set_state(|st| {
+        let mut segments = Vec::with_capacity(st.segments.len());
+        let mut placed = false;
+        for s in &st.segments {
+            if numbers.contains(&s.number) {
+                if !placed {
+                    segments.extend(output.iter().cloned());
+                    placed = true;
+                }
+            } else {
+                segments.push(s.clone());
+            }
+        }
+        State {
+            mem: st.mem.clone(),
+            frozen: st.frozen.clone(),
+            segments,
+        }
+    });
+    for s in &inputs {
+        s.mark_obsolete();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pick_merge;
+
+    #[test]
+    fn policy_merges_the_smallest_adjacent_window() {
+        assert_eq!(pick_merge(&[100, 10, 10, 10], 4, 8), None);
+        assert_eq!(pick_merge(&[100, 50, 10, 10, 10], 4, 8), Some(2..4));
+        assert_eq!(pick_merge(&[100, 1, 1, 50, 2, 2], 4, 8), Some(1..4));
+        assert_eq!(pick_merge(&[5; 20], 4, 8).map(|r| r.len()), Some(8));
+    }
+}

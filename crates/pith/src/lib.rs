@@ -1,0 +1,74 @@
+//! `pith`: PithDB, an embedded key-value engine built on searchable
+//! compression.
+//!
+//! Writes go to a write-ahead log (group commit, optional fsync per write)
+//! and a lock-free memtable. A full memtable is frozen and a background
+//! thread builds it into an immutable *segment*: all keys in one succinct
+//! trie (`pith-trie`, key <-> dense id), all values in one globally
+//! compressed record store (`pith-zip`, one record decodes alone), plus a
+//! sequence number and kind per record and a Bloom filter. Segments are
+//! mmapped and read in place; background merges keep their number small
+//! and drop versions no snapshot needs. A manifest, replaced atomically,
+//! names the live segments.
+//!
+//! ```
+//! use pith::{Options, WriteBatch, WriteOptions, DB};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let db = DB::open(dir.path(), Options::default())?;
+//! db.put("apple", "red")?;
+//! let mut batch = WriteBatch::new();
+//! batch.put("banana", "yellow").put("cherry", "dark red").delete("apple");
+//! db.write(WriteOptions::synced(), batch)?;
+//! let snap = db.snapshot();
+//! db.put("banana", "green")?;
+//! db.flush()?; // memtable -> segment
+//! assert_eq!(db.get("banana")?.as_deref(), Some(&b"green"[..]));
+//! assert_eq!(db.get_at(&snap, "banana")?.as_deref(), Some(&b"yellow"[..]));
+//! assert_eq!(db.get("apple")?, None);
+//! let keys: Vec<Vec<u8>> = db.prefix(b"b").map(|kv| kv.map(|(k, _)| k)).collect::<Result<_, _>>()?;
+//! assert_eq!(keys, vec![b"banana".to_vec()]);
+//! assert_eq!(db.search("c.*y", 10)?, vec![b"cherry".to_vec()]);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! # Durability
+//!
+//! A write returns once it is in the log in the OS; with
+//! [`WriteOptions::sync`] once the log is fsynced. Recovery replays the
+//! logs and stops at a torn tail. Segment files and the manifest are
+//! written to temporary names, fsynced and renamed. A `LOCK` file keeps a
+//! second process (or handle) out.
+//!
+//! # Thread safety
+//!
+//! [`DB`] is `Send + Sync`: share one handle (in an `Arc`) among threads.
+//! Reads never block on writes or merges; writers are serialized through
+//! group commit. Iterators and snapshots are independent of the handle's
+//! later changes.
+//!
+//! On-disk formats are in `docs/format.md` (WAL, manifest, segment file).
+
+#![deny(missing_docs)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used))]
+
+mod background;
+mod batch;
+mod db;
+mod error;
+mod iter;
+mod manifest;
+mod memtable;
+mod merge;
+mod options;
+mod segment;
+mod wal;
+mod write;
+
+pub use batch::WriteBatch;
+pub use db::{Snapshot, Stats, VerifyReport, DB};
+pub use error::{Error, Result};
+pub use iter::{DbIterator, Scan};
+pub use options::{Options, WriteOptions};
+pub use segment::SegmentInfo;
+pub use write::BulkStats;

@@ -1,0 +1,238 @@
+//! The manifest: which segments are live, which logs still matter.
+//!
+//! One small file, `MANIFEST`, replaced whole on every change: written to
+//! `MANIFEST.tmp`, fsynced, renamed over `MANIFEST`, and the directory
+//! fsynced. A rename is atomic, so after a crash the manifest is either the
+//! old or the new one, never a mix (`docs/format.md`, "Manifest"):
+//!
+//! ```text
+//! "PITHMAN\0" | version u32 (1) | segment count u32
+//! next_file u64 | last_seq u64 | log_number u64
+//! count x ( file_number u64 | keys u64 | records u64 | min_seq u64 | max_seq u64 | file_bytes u64 )
+//! crc32c of everything before it u32
+//! ```
+//!
+//! Segments are listed oldest first; their sequence ranges do not overlap
+//! and increase down the list. Logs numbered `>= log_number` hold writes
+//! not yet in any segment; older logs are garbage.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+
+use crate::error::{Error, Result};
+
+pub(crate) const FILE: &str = "MANIFEST";
+const MAGIC: &[u8; 8] = b"PITHMAN\0";
+const VERSION: u32 = 1;
+const FIXED: usize = 40;
+const PER_SEGMENT: usize = 48;
+
+/// One live segment as the manifest records it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct SegmentEntry {
+    pub number: u64,
+    pub keys: u64,
+    pub records: u64,
+    pub min_seq: u64,
+    pub max_seq: u64,
+    pub file_bytes: u64,
+}
+
+/// The manifest's contents.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Manifest {
+    /// Next unused file number (logs and segments share the sequence).
+    pub next_file: u64,
+    /// Highest sequence number stored in a segment.
+    pub last_seq: u64,
+    /// Oldest log still needed.
+    pub log_number: u64,
+    /// Live segments, oldest first.
+    pub segments: Vec<SegmentEntry>,
+}
+
+impl Manifest {
+    pub(crate) fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(FIXED + PER_SEGMENT * self.segments.len() + 4);
+        b.extend_from_slice(MAGIC);
+        b.extend_from_slice(&VERSION.to_le_bytes());
+        b.extend_from_slice(&(self.segments.len() as u32).to_le_bytes());
+        for v in [self.next_file, self.last_seq, self.log_number] {
+            b.extend_from_slice(&v.to_le_bytes());
+        }
+        for s in &self.segments {
+            for v in [
+                s.number,
+                s.keys,
+                s.records,
+                s.min_seq,
+                s.max_seq,
+                s.file_bytes,
+            ] {
+                b.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+        let crc = crc32c::crc32c(&b);
+        b.extend_from_slice(&crc.to_le_bytes());
+        b
+    }
+
+    pub(crate) fn decode(path: &Path, b: &[u8]) -> Result<Manifest> {
+        let corrupt = |offset: usize, detail: &str| Error::corrupt(path, offset as u64, detail);
+        if b.len() < FIXED + 4 {
+            return Err(corrupt(0, "manifest is shorter than its fixed part"));
+        }
+        if &b[..8] != MAGIC {
+            return Err(corrupt(0, "bad manifest magic (expected \"PITHMAN\\0\")"));
+        }
+        let u32_at = |at: usize| u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
+        let u64_at = |at: usize| {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(&b[at..at + 8]);
+            u64::from_le_bytes(w)
+        };
+        let count = u32_at(12) as usize;
+        let expected = FIXED + PER_SEGMENT * count + 4;
+        if b.len() != expected {
+            return Err(corrupt(
+                12,
+                &format!(
+                    "manifest of {} bytes, but {count} segments need {expected}",
+                    b.len()
+                ),
+            ));
+        }
+        let (stored, computed) = (u32_at(expected - 4), crc32c::crc32c(&b[..expected - 4]));
+        if stored != computed {
+            return Err(corrupt(
+                expected - 4,
+                &format!(
+                    "manifest checksum mismatch (stored {stored:#010x}, computed {computed:#010x})"
+                ),
+            ));
+        }
+        let version = u32_at(8);
+        if version != VERSION {
+            return Err(Error::UnsupportedVersion {
+                path: path.to_path_buf(),
+                expected: VERSION,
+                found: version,
+            });
+        }
+        let mut m = Manifest {
+            next_file: u64_at(16),
+            last_seq: u64_at(24),
+            log_number: u64_at(32),
+            segments: Vec::with_capacity(count),
+        };
+        for i in 0..count {
+            let at = FIXED + PER_SEGMENT * i;
+            m.segments.push(SegmentEntry {
+                number: u64_at(at),
+                keys: u64_at(at + 8),
+                records: u64_at(at + 16),
+                min_seq: u64_at(at + 24),
+                max_seq: u64_at(at + 32),
+                file_bytes: u64_at(at + 40),
+            });
+        }
+        let mut prev_max = None;
+        for s in &m.segments {
+            if s.number >= m.next_file
+                || s.min_seq > s.max_seq
+                || prev_max.is_some_and(|p| s.min_seq <= p)
+                || s.max_seq > m.last_seq
+            {
+                return Err(corrupt(
+                    FIXED,
+                    &format!(
+                        "segment {} has an impossible file number or sequence range",
+                        s.number
+                    ),
+                ));
+            }
+            prev_max = Some(s.max_seq);
+        }
+        if m.log_number > m.next_file {
+            return Err(corrupt(32, "log number is past the next file number"));
+        }
+        Ok(m)
+    }
+
+    /// Reads `dir/MANIFEST`; `None` when there is none.
+    pub(crate) fn read(dir: &Path) -> Result<Option<Manifest>> {
+        let path = dir.join(FILE);
+        match std::fs::read(&path) {
+            Ok(b) => Manifest::decode(&path, &b).map(Some),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io(&path, e)),
+        }
+    }
+
+    /// Replaces `dir/MANIFEST` atomically and durably.
+    pub(crate) fn write(&self, dir: &Path) -> Result<()> {
+        let tmp = dir.join("MANIFEST.tmp");
+        let io = |e| Error::io(&tmp, e);
+        let mut f = File::create(&tmp).map_err(io)?;
+        f.write_all(&self.encode()).map_err(io)?;
+        f.sync_all().map_err(io)?;
+        drop(f);
+        std::fs::rename(&tmp, dir.join(FILE)).map_err(|e| Error::io(dir.join(FILE), e))?;
+        sync_dir(dir)
+    }
+}
+
+/// fsyncs a directory so renames and creations in it are durable.
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| Error::io(dir, e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Manifest {
+        Manifest {
+            next_file: 9,
+            last_seq: 100,
+            log_number: 8,
+            segments: vec![
+                SegmentEntry {
+                    number: 3,
+                    keys: 10,
+                    records: 11,
+                    min_seq: 1,
+                    max_seq: 40,
+                    file_bytes: 999,
+                },
+                SegmentEntry {
+                    number: 7,
+                    keys: 5,
+                    records: 5,
+                    min_seq: 41,
+                    max_seq: 100,
+                    file_bytes: 500,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn round_trip_and_every_flip_detected() {
+        let p = Path::new("MANIFEST");
+        let m = sample();
+        let b = m.encode();
+        assert_eq!(Manifest::decode(p, &b).expect("decodes"), m);
+        for i in 0..b.len() {
+            let mut f = b.clone();
+            f[i] ^= 0x10;
+            assert!(Manifest::decode(p, &f).is_err(), "flip at {i} not detected");
+        }
+        for cut in 0..b.len() {
+            assert!(Manifest::decode(p, &b[..cut]).is_err());
+        }
+    }
+}

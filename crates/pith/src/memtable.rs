@@ -1,0 +1,263 @@
+//! The memtable: recent writes, in memory, ordered for reading.
+//!
+//! A lock-free skip list (`crossbeam-skiplist`) of *versions*: (user key,
+//! tag) -> value, where the tag is `seq << 8 | kind`. Versions of one key
+//! sort newest first. Entries are only ever added, never changed, so
+//! readers need no lock and see a consistent state by ignoring versions
+//! newer than their snapshot sequence number; the engine publishes a
+//! batch's sequence numbers only after all of its versions are inserted.
+//!
+//! Thread safety: any number of readers with one writer at a time (the
+//! group-commit leader).
+
+use std::cmp::Ordering;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
+
+use crossbeam_skiplist::SkipMap;
+
+use crate::batch::Kind;
+
+/// Per-version bookkeeping added to the byte estimate (skip-list node,
+/// allocation headers).
+const OVERHEAD: usize = 64;
+
+/// A version's tag: sequence number and kind.
+pub(crate) fn tag(seq: u64, kind: Kind) -> u64 {
+    seq << 8 | kind as u64
+}
+
+/// The sequence number of a tag.
+pub(crate) fn tag_seq(tag: u64) -> u64 {
+    tag >> 8
+}
+
+/// The kind of a tag; anything but a put reads as a delete.
+pub(crate) fn tag_kind(tag: u64) -> Kind {
+    if tag & 0xff == Kind::Put as u64 {
+        Kind::Put
+    } else {
+        Kind::Delete
+    }
+}
+
+/// The largest tag visible at snapshot `seq`.
+pub(crate) fn max_tag(seq: u64) -> u64 {
+    seq << 8 | 0xff
+}
+
+/// A version's key in the skip list: user key ascending, tag descending.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct VersionKey {
+    pub key: Vec<u8>,
+    pub tag: u64,
+}
+
+impl Ord for VersionKey {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.key
+            .cmp(&other.key)
+            .then_with(|| other.tag.cmp(&self.tag))
+    }
+}
+
+impl PartialOrd for VersionKey {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// A key with all its versions, newest first, as (tag, value).
+pub(crate) type KeyVersions = (Vec<u8>, Vec<(u64, Vec<u8>)>);
+
+/// A version found by a read: key, tag, value (empty for a delete).
+#[derive(Clone, Debug)]
+pub(crate) struct Found {
+    pub key: Vec<u8>,
+    pub tag: u64,
+    pub value: Vec<u8>,
+}
+
+/// One memtable and the log that makes it durable.
+pub(crate) struct Memtable {
+    map: SkipMap<VersionKey, Vec<u8>>,
+    bytes: AtomicUsize,
+    max_seq: AtomicU64,
+    /// File number of the write-ahead log holding these writes.
+    pub wal_number: u64,
+}
+
+impl Memtable {
+    pub(crate) fn new(wal_number: u64) -> Self {
+        Memtable {
+            map: SkipMap::new(),
+            bytes: AtomicUsize::new(0),
+            max_seq: AtomicU64::new(0),
+            wal_number,
+        }
+    }
+
+    /// Adds a version. Called by one writer at a time.
+    pub(crate) fn insert(&self, key: &[u8], seq: u64, kind: Kind, value: &[u8]) {
+        self.bytes
+            .fetch_add(key.len() + value.len() + OVERHEAD, AtomicOrdering::Relaxed);
+        self.max_seq.fetch_max(seq, AtomicOrdering::Relaxed);
+        self.map.insert(
+            VersionKey {
+                key: key.to_vec(),
+                tag: tag(seq, kind),
+            },
+            value.to_vec(),
+        );
+    }
+
+    /// Approximate memory held.
+    pub(crate) fn approximate_bytes(&self) -> usize {
+        self.bytes.load(AtomicOrdering::Relaxed)
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Highest sequence number inserted (0 when empty).
+    pub(crate) fn max_seq(&self) -> u64 {
+        self.max_seq.load(AtomicOrdering::Relaxed)
+    }
+
+    /// The newest version of `key` visible at `snap`.
+    pub(crate) fn get(&self, key: &[u8], snap: u64) -> Option<(u64, Vec<u8>)> {
+        let probe = VersionKey {
+            key: key.to_vec(),
+            tag: max_tag(snap),
+        };
+        let e = self.map.range(probe..).next()?;
+        (e.key().key == key).then(|| (e.key().tag, e.value().clone()))
+    }
+
+    /// The visible version of the first key in `(start, ..)` (or `[start, ..)`
+    /// when `inclusive`) that has one at `snap`.
+    pub(crate) fn next_visible(&self, start: &[u8], inclusive: bool, snap: u64) -> Option<Found> {
+        let mut lower = if inclusive {
+            Bound::Included(VersionKey {
+                key: start.to_vec(),
+                tag: u64::MAX,
+            })
+        } else {
+            Bound::Excluded(VersionKey {
+                key: start.to_vec(),
+                tag: 0,
+            })
+        };
+        loop {
+            let first = self.map.range((lower, Bound::Unbounded)).next()?;
+            let key = first.key().key.clone();
+            let probe = VersionKey {
+                key: key.clone(),
+                tag: max_tag(snap),
+            };
+            if let Some(e) = self.map.range(probe..).next() {
+                if e.key().key == key {
+                    return Some(Found {
+                        key,
+                        tag: e.key().tag,
+                        value: e.value().clone(),
+                    });
+                }
+            }
+            // Every version of `key` is newer than the snapshot.
+            lower = Bound::Excluded(VersionKey { key, tag: 0 });
+        }
+    }
+
+    /// The visible version of the last key before `end` (any key when
+    /// `end` is `None`) that has one at `snap`.
+    pub(crate) fn prev_visible(&self, end: Option<&[u8]>, snap: u64) -> Option<Found> {
+        let mut upper = match end {
+            Some(k) => Bound::Excluded(VersionKey {
+                key: k.to_vec(),
+                tag: u64::MAX,
+            }),
+            None => Bound::Unbounded,
+        };
+        loop {
+            let last = self.map.range((Bound::Unbounded, upper)).next_back()?;
+            let key = last.key().key.clone();
+            let probe = VersionKey {
+                key: key.clone(),
+                tag: max_tag(snap),
+            };
+            if let Some(e) = self.map.range(probe..).next() {
+                if e.key().key == key {
+                    return Some(Found {
+                        key,
+                        tag: e.key().tag,
+                        value: e.value().clone(),
+                    });
+                }
+            }
+            upper = Bound::Excluded(VersionKey { key, tag: u64::MAX });
+        }
+    }
+
+    /// Every key with all its versions (newest first), in key order.
+    pub(crate) fn groups(&self) -> Vec<KeyVersions> {
+        let mut out: Vec<KeyVersions> = Vec::new();
+        for e in self.map.iter() {
+            let v = (e.key().tag, e.value().clone());
+            match out.last_mut() {
+                Some((k, versions)) if *k == e.key().key => versions.push(v),
+                _ => out.push((e.key().key.clone(), vec![v])),
+            }
+        }
+        out
+    }
+
+    /// Keys (with visible versions at `snap`) matching `accept`, in order.
+    pub(crate) fn keys_matching(
+        &self,
+        snap: u64,
+        mut accept: impl FnMut(&[u8]) -> bool,
+    ) -> Vec<Found> {
+        let mut out = Vec::new();
+        let mut cur = self.next_visible(&[], true, snap);
+        while let Some(f) = cur {
+            let next = self.next_visible(&f.key, false, snap);
+            if accept(&f.key) {
+                out.push(f);
+            }
+            cur = next;
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_and_snapshots() {
+        let m = Memtable::new(1);
+        m.insert(b"a", 1, Kind::Put, b"a1");
+        m.insert(b"a", 3, Kind::Put, b"a3");
+        m.insert(b"b", 2, Kind::Delete, b"");
+        m.insert(b"c", 5, Kind::Put, b"c5");
+        assert_eq!(m.get(b"a", 10).map(|v| v.1), Some(b"a3".to_vec()));
+        assert_eq!(m.get(b"a", 2).map(|v| v.1), Some(b"a1".to_vec()));
+        assert!(m.get(b"a", 0).is_none());
+        assert_eq!(m.get(b"b", 9).map(|v| tag_kind(v.0)), Some(Kind::Delete));
+        let f = m.next_visible(b"a", false, 4).map(|f| f.key);
+        assert_eq!(f, Some(b"b".to_vec()));
+        // c is invisible at 4, so the last visible key is b.
+        assert_eq!(m.prev_visible(None, 4).map(|f| f.key), Some(b"b".to_vec()));
+        assert_eq!(
+            m.prev_visible(Some(b"b"), 4).map(|f| f.key),
+            Some(b"a".to_vec())
+        );
+        let g = m.groups();
+        assert_eq!(g.len(), 3);
+        assert_eq!(g[0].1.len(), 2);
+        assert_eq!(tag_seq(g[0].1[0].0), 3);
+    }
+}

@@ -1,0 +1,196 @@
+//! Inputs of segment builds: a frozen memtable, or several segments merged
+//! by key, with the versions nobody can read any more dropped.
+//!
+//! Which versions survive ([`retain`]): the newest version of every key,
+//! and an older version only when a live snapshot sees it (its sequence
+//! number is at or below the snapshot and the next newer version's is
+//! above). When the output will be the oldest segment (nothing older can
+//! hold the key), tombstones at the end of a key's surviving list are
+//! dropped too: with nothing below them, "deleted" and "absent" read the
+//! same.
+
+use std::sync::Arc;
+
+use crate::batch::Kind;
+use crate::error::Result;
+use crate::memtable::{tag_kind, tag_seq, Memtable};
+use crate::segment::writer::{Group, GroupSource, ValueRef};
+use crate::segment::Segment;
+
+/// Filters `versions` (newest first) down to those still readable.
+/// `snapshots` holds the live snapshot sequence numbers, ascending.
+pub(crate) fn retain<T>(versions: &mut Vec<(u64, T)>, snapshots: &[u64], bottommost: bool) {
+    if versions.len() > 1 {
+        let seqs: Vec<u64> = versions.iter().map(|v| tag_seq(v.0)).collect();
+        let mut i = 0;
+        versions.retain(|_| {
+            let keep = i == 0 || {
+                let (mine, newer) = (seqs[i], seqs[i - 1]);
+                // A snapshot s with mine <= s < newer sees this version.
+                let first = snapshots.partition_point(|&s| s < mine);
+                snapshots.get(first).is_some_and(|&s| s < newer)
+            };
+            i += 1;
+            keep
+        });
+    }
+    if bottommost {
+        while versions
+            .last()
+            .is_some_and(|v| tag_kind(v.0) == Kind::Delete)
+        {
+            versions.pop();
+        }
+    }
+}
+
+/// A frozen memtable as a build input.
+pub(crate) struct MemSource {
+    groups: Vec<Group>,
+    values: Vec<Vec<u8>>,
+}
+
+impl MemSource {
+    pub(crate) fn new(mem: &Memtable, snapshots: &[u64], bottommost: bool) -> Self {
+        let mut values = Vec::new();
+        let mut groups = Vec::new();
+        for (key, versions) in mem.groups() {
+            let mut vs: Vec<(u64, ValueRef)> = Vec::with_capacity(versions.len());
+            for (tag, value) in versions {
+                vs.push((
+                    tag,
+                    ValueRef {
+                        src: 0,
+                        index: values.len() as u64,
+                    },
+                ));
+                values.push(value);
+            }
+            retain(&mut vs, snapshots, bottommost);
+            if !vs.is_empty() {
+                groups.push(Group { key, versions: vs });
+            }
+        }
+        MemSource { groups, values }
+    }
+}
+
+impl GroupSource for MemSource {
+    fn groups(&self) -> Box<dyn Iterator<Item = Result<Group>> + '_> {
+        Box::new(self.groups.iter().map(|g| {
+            Ok(Group {
+                key: g.key.clone(),
+                versions: g.versions.clone(),
+            })
+        }))
+    }
+
+    fn value(&self, v: &ValueRef, out: &mut Vec<u8>) -> Result<()> {
+        out.clear();
+        if let Some(value) = self.values.get(v.index as usize) {
+            out.extend_from_slice(value);
+        }
+        Ok(())
+    }
+}
+
+/// Adjacent segments merged by key.
+pub(crate) struct MergeSource {
+    /// Oldest first, as in the manifest.
+    segments: Vec<Arc<Segment>>,
+    snapshots: Vec<u64>,
+    bottommost: bool,
+}
+
+impl MergeSource {
+    pub(crate) fn new(segments: Vec<Arc<Segment>>, snapshots: Vec<u64>, bottommost: bool) -> Self {
+        MergeSource {
+            segments,
+            snapshots,
+            bottommost,
+        }
+    }
+}
+
+impl GroupSource for MergeSource {
+    fn groups(&self) -> Box<dyn Iterator<Item = Result<Group>> + '_> {
+        let mut heads: Vec<pith_trie::Keys<'_, 'static>> =
+            self.segments.iter().map(|s| s.trie().iter()).collect();
+        let mut current: Vec<Option<(u64, Vec<u8>)>> = heads.iter_mut().map(|h| h.next()).collect();
+        Box::new(std::iter::from_fn(move || loop {
+            let key = current.iter().flatten().map(|(_, k)| k).min()?.clone();
+            let mut versions: Vec<(u64, ValueRef)> = Vec::new();
+            // Newest segment first, so versions come out newest first.
+            for (src, slot) in current.iter_mut().enumerate().rev() {
+                if slot.as_ref().is_some_and(|(_, k)| *k == key) {
+                    if let Some((id, _)) = slot.take() {
+                        versions.extend(self.segments[src].versions(id).map(|(tag, r)| {
+                            (
+                                tag,
+                                ValueRef {
+                                    src: src as u32,
+                                    index: r,
+                                },
+                            )
+                        }));
+                    }
+                    *slot = heads[src].next();
+                }
+            }
+            versions.sort_by_key(|v| std::cmp::Reverse(v.0));
+            retain(&mut versions, &self.snapshots, self.bottommost);
+            if !versions.is_empty() {
+                return Some(Ok(Group { key, versions }));
+            }
+        }))
+    }
+
+    fn value(&self, v: &ValueRef, out: &mut Vec<u8>) -> Result<()> {
+        let seg = &self.segments[v.src as usize];
+        if tag_kind(seg.tag(v.index)) == Kind::Delete {
+            out.clear();
+            return Ok(());
+        }
+        seg.value(v.index, out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memtable::tag;
+
+    fn seqs(v: &[(u64, ())]) -> Vec<u64> {
+        v.iter().map(|x| tag_seq(x.0)).collect()
+    }
+
+    #[test]
+    fn retain_keeps_what_snapshots_see() {
+        let mk = |s: &[(u64, Kind)]| s.iter().map(|&(q, k)| (tag(q, k), ())).collect::<Vec<_>>();
+        let all = [
+            (9, Kind::Put),
+            (6, Kind::Delete),
+            (4, Kind::Put),
+            (2, Kind::Put),
+        ];
+        let mut v = mk(&all);
+        retain(&mut v, &[], false);
+        assert_eq!(seqs(&v), vec![9]);
+        let mut v = mk(&all);
+        retain(&mut v, &[5], false);
+        assert_eq!(seqs(&v), vec![9, 4]);
+        let mut v = mk(&all);
+        retain(&mut v, &[3, 7], false);
+        assert_eq!(seqs(&v), vec![9, 6, 2]);
+        let mut v = mk(&all);
+        retain(&mut v, &[1], false);
+        assert_eq!(seqs(&v), vec![9]);
+        // Bottommost: a trailing tombstone goes.
+        let mut v = mk(&[(9, Kind::Delete), (4, Kind::Put)]);
+        retain(&mut v, &[], true);
+        assert!(v.is_empty());
+        let mut v = mk(&[(9, Kind::Put), (6, Kind::Delete), (4, Kind::Put)]);
+        retain(&mut v, &[7], true);
+        assert_eq!(seqs(&v), vec![9]);
+    }
+}

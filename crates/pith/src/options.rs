@@ -1,0 +1,82 @@
+//! Options for opening a database, writing and reading.
+//!
+//! Defaults are what a read-heavy embedded user wants: writes are
+//! acknowledged once in the OS (not fsynced) unless [`WriteOptions::sync`]
+//! is set, as in LevelDB and RocksDB; memtables of 64 MiB; flushed segments
+//! use fast zstd-dict compression and merges the best codec by trial.
+
+use pith_zip::{Codec, CodecChoice};
+
+/// Options for [`crate::DB::open`].
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Create the database if the directory holds none; default true.
+    pub create_if_missing: bool,
+    /// Fail if a database already exists; default false.
+    pub error_if_exists: bool,
+    /// A memtable this large (approximate bytes of keys, values and
+    /// overhead) is frozen and built into a segment; default 64 MiB.
+    pub memtable_bytes: usize,
+    /// Frozen memtables waiting to be built before writers stall
+    /// (backpressure); default 2.
+    pub max_frozen_memtables: usize,
+    /// Merges run while there are more segments than this; default 4.
+    pub merge_trigger: usize,
+    /// At most this many segments are merged at once; default 8.
+    pub max_merge_width: usize,
+    /// Writers stall while there are this many segments or more (merges
+    /// fall behind); default 24.
+    pub stall_segments: usize,
+    /// Record-store options for segments built from memtables. Default:
+    /// zstd-dict at level 3, chosen for build speed; merges re-encode.
+    pub flush_zip: pith_zip::Options,
+    /// Record-store options for merged and bulk-loaded segments. Default:
+    /// pith-zip's defaults (the codec chosen by trial).
+    pub merge_zip: pith_zip::Options,
+    /// Bits per key of each segment's Bloom filter (0: none); default 10,
+    /// about 1% false positives.
+    pub bloom_bits_per_key: u32,
+    /// Bulk loads sort and build this many bytes of input per segment;
+    /// default 256 MiB (their memory bound, about twice this).
+    pub bulk_chunk_bytes: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        let flush_zip = pith_zip::Options {
+            codec: CodecChoice::Force(Codec::ZstdDict),
+            zstd_level: 3,
+            sample_bytes: 4 << 20,
+            ..pith_zip::Options::default()
+        };
+        Options {
+            create_if_missing: true,
+            error_if_exists: false,
+            memtable_bytes: 64 << 20,
+            max_frozen_memtables: 2,
+            merge_trigger: 4,
+            max_merge_width: 8,
+            stall_segments: 24,
+            flush_zip,
+            merge_zip: pith_zip::Options::default(),
+            bloom_bits_per_key: 10,
+            bulk_chunk_bytes: 256 << 20,
+        }
+    }
+}
+
+/// Options for one write.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct WriteOptions {
+    /// fsync the write-ahead log before acknowledging; default false (the
+    /// write survives a process crash, not a power loss). Writes grouped
+    /// with a synced write are synced too.
+    pub sync: bool,
+}
+
+impl WriteOptions {
+    /// Options with `sync` set.
+    pub fn synced() -> Self {
+        WriteOptions { sync: true }
+    }
+}

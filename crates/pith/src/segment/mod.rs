@@ -1,0 +1,415 @@
+//! Immutable segments: one file holding a key trie, a record store, and per
+//! record a tag (sequence number and kind), mmapped and read in place.
+//!
+//! Invariants checked at open (so reads cannot go out of bounds or return
+//! another key's value): header checksum, sections inside the file and
+//! 8-byte aligned, checksums of the tag, history and Bloom sections, the
+//! trie holds `keys` keys and the store `records` records, every tag has a
+//! valid kind and a sequence number in `[min_seq, max_seq]`, history
+//! groups are in key order with strictly decreasing sequence numbers below
+//! their key's newest version.
+//!
+//! Thread safety: a `Segment` is immutable and `Send + Sync`; it is shared
+//! through `Arc` by readers, iterators and merges, and its file is deleted
+//! only after the last `Arc` is gone (see `Segment::drop`).
+
+mod bloom;
+pub(crate) mod cursor;
+pub(crate) mod format;
+pub(crate) mod writer;
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use memmap2::Mmap;
+use pith_trie::Trie;
+use pith_zip::Store;
+
+use crate::batch::Kind;
+use crate::error::{Error, Result};
+use crate::memtable::{tag_kind, tag_seq};
+pub(crate) use bloom::hash as key_hash;
+use bloom::Bloom;
+use format::{Header, HeaderError, HEADER_BYTES, SECTIONS, SECTION_NAMES};
+
+/// An open segment file.
+pub(crate) struct Segment {
+    // The views borrow `map`; they are declared first so they drop first.
+    trie: Trie<'static>,
+    store: Store<'static>,
+    tags: &'static [u64],
+    hist_keys: &'static [u64],
+    hist_starts: &'static [u64],
+    bloom: Bloom<'static>,
+    header: Header,
+    /// File number.
+    pub number: u64,
+    path: PathBuf,
+    file_bytes: u64,
+    /// Set when a merge has replaced this segment: the file is removed when
+    /// the last reader lets go.
+    obsolete: AtomicBool,
+    map: Mmap,
+}
+
+/// Sizes and counts of one segment, for stats.
+#[derive(Clone, Debug)]
+pub struct SegmentInfo {
+    /// File number (the file is `NNNNNN.seg`).
+    pub number: u64,
+    /// Distinct keys.
+    pub keys: u64,
+    /// Versions stored (keys plus older versions kept for snapshots).
+    pub records: u64,
+    /// Tombstones among the newest versions and older ones.
+    pub tombstones: u64,
+    /// Sum of key lengths.
+    pub raw_key_bytes: u64,
+    /// Sum of value lengths (all versions).
+    pub raw_value_bytes: u64,
+    /// Bytes of the key trie.
+    pub index_bytes: u64,
+    /// Bytes of the record store (dictionary and offsets included).
+    pub store_bytes: u64,
+    /// Bytes of tags, history index and Bloom filter.
+    pub meta_bytes: u64,
+    /// File size.
+    pub file_bytes: u64,
+    /// The record store's codec.
+    pub codec: String,
+    /// Lowest and highest sequence number.
+    pub seq_range: (u64, u64),
+}
+
+fn words(bytes: &[u8]) -> Option<&[u64]> {
+    bytemuck::try_cast_slice(bytes).ok()
+}
+
+impl Segment {
+    /// Opens and validates the segment file `number` at `path`.
+    pub(crate) fn open(path: &Path, number: u64) -> Result<Segment> {
+        let file = File::open(path).map_err(|e| Error::io(path, e))?;
+        // SAFETY: segment files are written once (as `.tmp`, then renamed)
+        // and never modified while the database is open; the LOCK file keeps
+        // other PithDB processes out. Every byte read through the map is
+        // validated below before use.
+        let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
+        #[cfg(unix)]
+        let _ = map.advise(memmap2::Advice::Random);
+        // SAFETY: the slice points into the mapping owned by `map`, which
+        // lives in the same struct, is never moved out or remapped, and is
+        // dropped after every field that borrows it (declaration order).
+        // A mapping's address does not change when the `Mmap` value moves.
+        let bytes: &'static [u8] = unsafe { std::slice::from_raw_parts(map.as_ptr(), map.len()) };
+        let corrupt = |offset: u64, detail: String| Error::corrupt(path, offset, detail);
+        let header = Header::decode(bytes).map_err(|e| match e {
+            HeaderError::Truncated => corrupt(0, format!("segment file of {} bytes is shorter than its header", bytes.len())),
+            HeaderError::BadMagic => corrupt(0, "bad segment magic (expected \"PITHSEG\\0\")".into()),
+            HeaderError::Version(found) => Error::UnsupportedVersion {
+                path: path.to_path_buf(),
+                expected: format::VERSION,
+                found,
+            },
+            HeaderError::Checksum { stored, computed } => corrupt(176, format!("segment header checksum mismatch (stored {stored:#010x}, computed {computed:#010x})")),
+            HeaderError::Reserved => corrupt(12, "reserved header fields are not zero".into()),
+        })?;
+        let mut sections: [&'static [u8]; SECTIONS] = [&[]; SECTIONS];
+        let mut end = HEADER_BYTES as u64;
+        for (i, s) in header.sections.iter().enumerate() {
+            let name = SECTION_NAMES[i];
+            let stop = s.offset.checked_add(s.len);
+            if s.offset % 8 != 0 || s.offset < end || stop.is_none_or(|e| e > bytes.len() as u64) {
+                return Err(corrupt(
+                    56 + 24 * i as u64,
+                    format!(
+                        "{name} section ({} bytes at {}) is misplaced in a {}-byte file",
+                        s.len,
+                        s.offset,
+                        bytes.len()
+                    ),
+                ));
+            }
+            end = stop.unwrap_or(0);
+            sections[i] = &bytes[s.offset as usize..end as usize];
+        }
+        for i in [format::TAGS, format::HISTORY, format::BLOOM] {
+            let s = header.sections[i];
+            let computed = crc32c::crc32c(sections[i]);
+            if computed != s.crc {
+                return Err(corrupt(
+                    s.offset,
+                    format!(
+                        "{} section checksum mismatch (stored {:#010x}, computed {computed:#010x})",
+                        SECTION_NAMES[i], s.crc
+                    ),
+                ));
+            }
+        }
+        let at = |i: usize| header.sections[i].offset;
+        let trie = Trie::open(sections[format::TRIE])
+            .map_err(|e| Error::from_trie(path, at(format::TRIE), e))?;
+        let store = Store::open(sections[format::STORE])
+            .map_err(|e| Error::from_zip(path, at(format::STORE), e))?;
+        let misaligned = |i: usize| {
+            corrupt(
+                at(i),
+                format!(
+                    "{} section is not a whole number of words",
+                    SECTION_NAMES[i]
+                ),
+            )
+        };
+        let tags = words(sections[format::TAGS]).ok_or_else(|| misaligned(format::TAGS))?;
+        let history =
+            words(sections[format::HISTORY]).ok_or_else(|| misaligned(format::HISTORY))?;
+        let bloom_words =
+            words(sections[format::BLOOM]).ok_or_else(|| misaligned(format::BLOOM))?;
+        let bloom = Bloom::open(bloom_words).map_err(|d| corrupt(at(format::BLOOM), d))?;
+        if trie.len() as u64 != header.keys
+            || store.len() != header.records
+            || tags.len() as u64 != header.records
+            || header.keys == 0
+            || header.keys > header.records
+        {
+            return Err(corrupt(
+                16,
+                format!(
+                    "counts disagree: header {} keys and {} records, trie {} keys, store {} records, {} tags",
+                    header.keys, header.records, trie.len(), store.len(), tags.len()
+                ),
+            ));
+        }
+        let (hist_keys, hist_starts) = split_history(history, header.keys, header.records)
+            .map_err(|d| corrupt(at(format::HISTORY), d))?;
+        for (i, &t) in tags.iter().enumerate() {
+            let (seq, kind) = (tag_seq(t), t & 0xff);
+            if kind > 1 || seq < header.min_seq || seq > header.max_seq {
+                return Err(corrupt(
+                    at(format::TAGS) + 8 * i as u64,
+                    format!("record {i} has an invalid tag {t:#x}"),
+                ));
+            }
+        }
+        for (j, &key) in hist_keys.iter().enumerate() {
+            let group = &tags[hist_starts[j] as usize..hist_starts[j + 1] as usize];
+            let mut above = tag_seq(tags[key as usize]);
+            for &t in group {
+                if tag_seq(t) >= above {
+                    return Err(corrupt(
+                        at(format::HISTORY),
+                        format!("older versions of key {key} are not in decreasing sequence order"),
+                    ));
+                }
+                above = tag_seq(t);
+            }
+        }
+        Ok(Segment {
+            trie,
+            store,
+            tags,
+            hist_keys,
+            hist_starts,
+            bloom,
+            file_bytes: bytes.len() as u64,
+            header,
+            number,
+            path: path.to_path_buf(),
+            obsolete: AtomicBool::new(false),
+            map,
+        })
+    }
+
+    pub(crate) fn min_seq(&self) -> u64 {
+        self.header.min_seq
+    }
+
+    pub(crate) fn max_seq(&self) -> u64 {
+        self.header.max_seq
+    }
+
+    pub(crate) fn keys(&self) -> u64 {
+        self.header.keys
+    }
+
+    pub(crate) fn records(&self) -> u64 {
+        self.header.records
+    }
+
+    pub(crate) fn file_bytes(&self) -> u64 {
+        self.file_bytes
+    }
+
+    pub(crate) fn trie(&self) -> &Trie<'static> {
+        &self.trie
+    }
+
+    /// Marks the file for removal once no reader holds the segment.
+    pub(crate) fn mark_obsolete(&self) {
+        self.obsolete.store(true, Ordering::Release);
+    }
+
+    /// The tag of record `r`.
+    pub(crate) fn tag(&self, r: u64) -> u64 {
+        self.tags.get(r as usize).copied().unwrap_or(0)
+    }
+
+    /// The older versions of key `id`, as a record-id range.
+    pub(crate) fn history(&self, id: u64) -> std::ops::Range<u64> {
+        match self.hist_keys.binary_search(&id) {
+            Ok(j) => self.hist_starts[j]..self.hist_starts[j + 1],
+            Err(_) => 0..0,
+        }
+    }
+
+    /// The record of key `id` visible at snapshot `snap`, if any.
+    pub(crate) fn visible(&self, id: u64, snap: u64) -> Option<u64> {
+        if tag_seq(self.tag(id)) <= snap {
+            return Some(id);
+        }
+        self.history(id).find(|&r| tag_seq(self.tag(r)) <= snap)
+    }
+
+    /// Every version of key `id`, newest first, as (tag, record).
+    pub(crate) fn versions(&self, id: u64) -> impl Iterator<Item = (u64, u64)> + '_ {
+        std::iter::once(id)
+            .chain(self.history(id))
+            .map(|r| (self.tag(r), r))
+    }
+
+    /// Replaces `out` with record `r`'s value.
+    pub(crate) fn value(&self, r: u64, out: &mut Vec<u8>) -> Result<()> {
+        self.store
+            .get(r, out)
+            .map_err(|e| Error::from_zip(&self.path, self.header.sections[format::STORE].offset, e))
+    }
+
+    /// The version of `key` visible at `snap`: its tag, and its value when
+    /// it is a put. `None` when this segment has no visible version.
+    pub(crate) fn get(
+        &self,
+        key: &[u8],
+        hash: u64,
+        snap: u64,
+        out: &mut Vec<u8>,
+    ) -> Result<Option<u64>> {
+        if snap < self.header.min_seq || !self.bloom.may_contain(hash) {
+            return Ok(None);
+        }
+        let Some(id) = self.trie.lookup(key) else {
+            return Ok(None);
+        };
+        let Some(r) = self.visible(id, snap) else {
+            return Ok(None);
+        };
+        let tag = self.tag(r);
+        if tag_kind(tag) == Kind::Put {
+            self.value(r, out)?;
+        }
+        Ok(Some(tag))
+    }
+
+    /// Checks every checksum and decodes every record.
+    pub(crate) fn verify(&self) -> Result<()> {
+        let bytes: &[u8] = &self.map;
+        for (i, s) in self.header.sections.iter().enumerate() {
+            let section = &bytes[s.offset as usize..(s.offset + s.len) as usize];
+            let computed = crc32c::crc32c(section);
+            if computed != s.crc {
+                return Err(Error::corrupt(
+                    &self.path,
+                    s.offset,
+                    format!(
+                        "{} section checksum mismatch (stored {:#010x}, computed {computed:#010x})",
+                        SECTION_NAMES[i], s.crc
+                    ),
+                ));
+            }
+        }
+        self.store.verify().map_err(|e| {
+            Error::from_zip(&self.path, self.header.sections[format::STORE].offset, e)
+        })?;
+        let mut raw = 0u64;
+        for (_, k) in self.trie.iter() {
+            raw += k.len() as u64;
+        }
+        if raw != self.header.raw_key_bytes {
+            return Err(Error::corrupt(
+                &self.path,
+                48,
+                format!(
+                    "keys total {raw} bytes, the header says {}",
+                    self.header.raw_key_bytes
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Sizes and counts.
+    pub(crate) fn info(&self) -> SegmentInfo {
+        let s = &self.header.sections;
+        SegmentInfo {
+            number: self.number,
+            keys: self.header.keys,
+            records: self.header.records,
+            tombstones: self
+                .tags
+                .iter()
+                .filter(|&&t| tag_kind(t) == Kind::Delete)
+                .count() as u64,
+            raw_key_bytes: self.header.raw_key_bytes,
+            raw_value_bytes: self.store.raw_bytes(),
+            index_bytes: s[format::TRIE].len,
+            store_bytes: s[format::STORE].len,
+            meta_bytes: s[format::TAGS].len
+                + s[format::HISTORY].len
+                + self.bloom.size_bytes() as u64,
+            file_bytes: self.file_bytes,
+            codec: self.store.codec().name().to_string(),
+            seq_range: (self.header.min_seq, self.header.max_seq),
+        }
+    }
+}
+
+impl Drop for Segment {
+    fn drop(&mut self) {
+        if self.obsolete.load(Ordering::Acquire) {
+            // Best effort: a file left behind is removed at the next open.
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Splits the history section: `h | key ids (h) | starts (h + 1)`.
+fn split_history(
+    w: &'static [u64],
+    keys: u64,
+    records: u64,
+) -> Result<(&'static [u64], &'static [u64]), String> {
+    let (&h, rest) = w.split_first().ok_or("history section is empty")?;
+    let h = usize::try_from(h).map_err(|_| "history count overflows".to_string())?;
+    if h > keys as usize || rest.len() != 2 * h + 1 {
+        return Err(format!(
+            "history section of {} words cannot hold {h} groups",
+            w.len()
+        ));
+    }
+    let (ids, starts) = rest.split_at(h);
+    if ids.windows(2).any(|p| p[0] >= p[1]) || ids.last().is_some_and(|&l| l >= keys) {
+        return Err("history key ids are not increasing ids of this segment".into());
+    }
+    if starts.first() != Some(&keys) && h > 0
+        || starts.last() != Some(&records)
+        || starts.windows(2).any(|p| p[0] >= p[1])
+    {
+        return Err(
+            "history record ranges are not increasing from the key count to the record count"
+                .into(),
+        );
+    }
+    if h == 0 && keys != records {
+        return Err("records beyond the keys but no history groups".into());
+    }
+    Ok((ids, starts))
+}

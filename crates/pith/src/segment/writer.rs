@@ -1,0 +1,257 @@
+//! Builds a segment file from key groups in key order.
+//!
+//! Input is a [`GroupSource`]: each key once, in strictly increasing order,
+//! with the versions to keep (newest first), already filtered by the
+//! caller (memtable flush or merge). The builder walks the source several
+//! times (keys and tags once, then twice per value pass inside pith-zip's
+//! two-pass builder) and never holds all values: its memory is the trie
+//! builder's, 8 bytes of tag and 8 of hash per record, and pith-zip's
+//! bounded sample.
+//!
+//! Record ids: `0..keys` are the newest versions in key (trie id) order;
+//! `keys..records` the older versions, grouped by key in key order, newest
+//! first within a group. The file is written as `NAME.tmp`, synced, and
+//! renamed, so a segment file either exists whole or not at all.
+
+use std::cell::RefCell;
+use std::fs::File;
+use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::memtable::tag_seq;
+use crate::segment::bloom;
+use crate::segment::format::{Header, Section, BLOOM, HEADER_BYTES, HISTORY, STORE, TAGS, TRIE};
+
+/// Where a version's value can be read from its source.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ValueRef {
+    /// Which input (segment index of a merge; 0 for a memtable).
+    pub src: u32,
+    /// Record id in that input (or index into the memtable's values).
+    pub index: u64,
+}
+
+/// One key and the versions of it to write, newest first.
+#[derive(Debug)]
+pub(crate) struct Group {
+    pub key: Vec<u8>,
+    pub versions: Vec<(u64, ValueRef)>,
+}
+
+/// The input of a segment build.
+pub(crate) trait GroupSource {
+    /// Groups in strictly increasing key order. Restartable: each call
+    /// starts again from the first key and yields the same groups.
+    fn groups(&self) -> Box<dyn Iterator<Item = Result<Group>> + '_>;
+    /// Replaces `out` with the value behind `v` (empty for a tombstone).
+    fn value(&self, v: &ValueRef, out: &mut Vec<u8>) -> Result<()>;
+}
+
+/// Writes bytes, counting them and keeping a crc32c of the current section.
+struct SectionWriter<W: Write> {
+    inner: W,
+    pos: u64,
+    crc: u32,
+}
+
+impl<W: Write> Write for SectionWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.crc = crc32c::crc32c_append(self.crc, &buf[..n]);
+        self.pos += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+impl<W: Write> SectionWriter<W> {
+    fn begin(&mut self) -> u64 {
+        self.crc = 0;
+        self.pos
+    }
+
+    /// Ends a section started at `offset`, then pads to 8 bytes.
+    fn end(&mut self, offset: u64) -> std::io::Result<Section> {
+        let s = Section {
+            offset,
+            len: self.pos - offset,
+            crc: self.crc,
+        };
+        let pad = (self.pos.next_multiple_of(8) - self.pos) as usize;
+        self.write_all(&[0u8; 8][..pad])?;
+        Ok(s)
+    }
+}
+
+/// Yields values: the newest version of every key, then (second phase)
+/// every older version, in record-id order. Source errors end the
+/// iteration and are kept in `error`.
+struct Values<'s> {
+    source: &'s dyn GroupSource,
+    groups: Box<dyn Iterator<Item = Result<Group>> + 's>,
+    history: bool,
+    pending: std::collections::VecDeque<ValueRef>,
+    error: &'s RefCell<Option<Error>>,
+}
+
+impl Iterator for Values<'_> {
+    type Item = Vec<u8>;
+
+    fn next(&mut self) -> Option<Vec<u8>> {
+        loop {
+            if self.error.borrow().is_some() {
+                return None;
+            }
+            if let Some(v) = self.pending.pop_front() {
+                let mut out = Vec::new();
+                match self.source.value(&v, &mut out) {
+                    Ok(()) => return Some(out),
+                    Err(e) => {
+                        *self.error.borrow_mut() = Some(e);
+                        return None;
+                    }
+                }
+            }
+            match self.groups.next()? {
+                Ok(g) => {
+                    let mut vs = g.versions.iter().map(|v| v.1);
+                    if self.history {
+                        self.pending.extend(vs.skip(1));
+                    } else if let Some(v) = vs.next() {
+                        self.pending.push_back(v);
+                    }
+                }
+                Err(e) => {
+                    *self.error.borrow_mut() = Some(e);
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+/// Builds the segment at `path`; returns false (and writes no file) when
+/// the source yields no versions.
+pub(crate) fn write_segment(
+    path: &Path,
+    source: &dyn GroupSource,
+    zip: &pith_zip::Options,
+    bloom_bits_per_key: u32,
+) -> Result<bool> {
+    // Pass 1: keys, tags, history groups, hashes.
+    let mut trie = pith_trie::TrieBuilder::new();
+    let mut tags: Vec<u64> = Vec::new();
+    let mut hist_tags: Vec<u64> = Vec::new();
+    let mut hist_keys: Vec<u64> = Vec::new();
+    let mut hist_starts: Vec<u64> = Vec::new();
+    let mut hashes: Vec<u64> = Vec::new();
+    let mut raw_key_bytes = 0u64;
+    let (mut min_seq, mut max_seq) = (u64::MAX, 0u64);
+    for g in source.groups() {
+        let g = g?;
+        let Some(&(newest, _)) = g.versions.first() else {
+            continue;
+        };
+        trie.push(&g.key)
+            .map_err(|e| Error::InvalidArgument(format!("segment build: {e}")))?;
+        raw_key_bytes += g.key.len() as u64;
+        hashes.push(bloom::hash(&g.key));
+        if g.versions.len() > 1 {
+            hist_keys.push(tags.len() as u64);
+            hist_starts.push(hist_tags.len() as u64);
+            hist_tags.extend(g.versions[1..].iter().map(|v| v.0));
+        }
+        tags.push(newest);
+        for &(t, _) in &g.versions {
+            min_seq = min_seq.min(tag_seq(t));
+            max_seq = max_seq.max(tag_seq(t));
+        }
+    }
+    if tags.is_empty() {
+        return Ok(false);
+    }
+    let keys = tags.len() as u64;
+    tags.extend_from_slice(&hist_tags);
+    let records = tags.len() as u64;
+    let mut history = Vec::with_capacity(2 + 2 * hist_keys.len());
+    history.push(hist_keys.len() as u64);
+    history.extend_from_slice(&hist_keys);
+    history.extend(hist_starts.iter().map(|s| keys + s));
+    history.push(records);
+    let bloom_words = bloom::build(&hashes, bloom_bits_per_key);
+    drop(hashes);
+    let trie_bytes = trie
+        .finish()
+        .map_err(|e| Error::InvalidArgument(format!("segment build: {e}")))?;
+
+    let tmp = path.with_extension("tmp");
+    let io = |e| Error::io(&tmp, e);
+    let file = File::create(&tmp).map_err(io)?;
+    let mut w = SectionWriter {
+        inner: BufWriter::with_capacity(1 << 20, file),
+        pos: 0,
+        crc: 0,
+    };
+    w.write_all(&[0u8; HEADER_BYTES]).map_err(io)?;
+    let mut header = Header {
+        keys,
+        records,
+        min_seq,
+        max_seq,
+        raw_key_bytes,
+        sections: Default::default(),
+    };
+    let at = w.begin();
+    w.write_all(trie_bytes.as_bytes()).map_err(io)?;
+    header.sections[TRIE] = w.end(at).map_err(io)?;
+    drop(trie_bytes);
+
+    let at = w.begin();
+    let error = RefCell::new(None);
+    let values = |history: bool| {
+        let error = &error;
+        move || Values {
+            source,
+            groups: source.groups(),
+            history,
+            pending: Default::default(),
+            error,
+        }
+    };
+    let built = pith_zip::build(|| values(false)().chain(values(true)()), zip, &mut w);
+    if let Some(e) = error.into_inner() {
+        return Err(e);
+    }
+    let built = built.map_err(|e| match e {
+        pith_zip::Error::Io(source) => Error::io(&tmp, source),
+        other => Error::InvalidArgument(format!("segment build: record store: {other}")),
+    })?;
+    if built.records != records {
+        return Err(Error::InvalidArgument(format!(
+            "segment build: the source yielded {} values for {records} versions",
+            built.records
+        )));
+    }
+    header.sections[STORE] = w.end(at).map_err(io)?;
+    for (index, words) in [(TAGS, &tags), (HISTORY, &history), (BLOOM, &bloom_words)] {
+        let at = w.begin();
+        for word in words.iter() {
+            w.write_all(&word.to_le_bytes()).map_err(io)?;
+        }
+        header.sections[index] = w.end(at).map_err(io)?;
+    }
+    let mut file = w
+        .inner
+        .into_inner()
+        .map_err(|e| Error::io(&tmp, e.into_error()))?;
+    file.seek(SeekFrom::Start(0)).map_err(io)?;
+    file.write_all(&header.encode()).map_err(io)?;
+    file.sync_all().map_err(io)?;
+    drop(file);
+    std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))?;
+    Ok(true)
+}

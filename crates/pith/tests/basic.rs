@@ -1,0 +1,191 @@
+//! End-to-end behaviour of the public API.
+
+mod common;
+
+use pith::{Error, Options, WriteBatch, WriteOptions, DB};
+
+#[test]
+fn put_get_delete_across_flush_merge_and_reopen() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut model = std::collections::BTreeMap::new();
+    {
+        let db = DB::open(dir.path(), common::small()).expect("open");
+        for i in 0..3000u32 {
+            let k = format!("key{:05}", (i * 7919) % 2000);
+            let v = format!("value {i} {}", "x".repeat((i % 50) as usize));
+            db.put(&k, &v).expect("put");
+            model.insert(k.into_bytes(), v.into_bytes());
+            if i % 11 == 0 {
+                let k = format!("key{:05}", (i * 31) % 2000);
+                db.delete(&k).expect("delete");
+                model.remove(k.as_bytes());
+            }
+        }
+        db.flush().expect("flush");
+        assert!(!db.stats().expect("stats").segments.is_empty());
+        for (k, v) in &model {
+            assert_eq!(db.get(k).expect("get").as_ref(), Some(v));
+        }
+        assert_eq!(
+            common::all(&db),
+            model.clone().into_iter().collect::<Vec<_>>()
+        );
+    }
+    let db = DB::open(dir.path(), common::small()).expect("reopen");
+    assert_eq!(
+        common::all(&db),
+        model.clone().into_iter().collect::<Vec<_>>()
+    );
+    db.compact().expect("compact");
+    let stats = db.stats().expect("stats");
+    assert_eq!(stats.segments.len(), 1);
+    assert_eq!(stats.segments[0].keys as usize, model.len());
+    assert_eq!(common::all(&db), model.into_iter().collect::<Vec<_>>());
+    db.verify().expect("verify");
+}
+
+#[test]
+fn iterator_moves_both_ways_over_all_sources() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = DB::open(dir.path(), common::small()).expect("open");
+    for i in (0..100u32).step_by(2) {
+        db.put(format!("k{i:03}"), "seg").expect("put");
+    }
+    db.flush().expect("flush");
+    for i in (1..100u32).step_by(2) {
+        db.put(format!("k{i:03}"), "mem").expect("put");
+    }
+    db.delete("k050").expect("delete");
+    let mut it = db.iter();
+    it.seek(b"k049");
+    assert_eq!(it.key(), Some(&b"k049"[..]));
+    it.next();
+    assert_eq!(it.key(), Some(&b"k051"[..]));
+    it.prev();
+    assert_eq!(it.key(), Some(&b"k049"[..]));
+    it.prev();
+    assert_eq!(
+        (it.key(), it.value()),
+        (Some(&b"k048"[..]), Some(&b"seg"[..]))
+    );
+    it.seek_to_last();
+    assert_eq!(it.key(), Some(&b"k099"[..]));
+    let mut n = 0;
+    while it.valid() {
+        n += 1;
+        it.prev();
+    }
+    assert_eq!(n, 99);
+    it.seek_for_prev(b"k050");
+    assert_eq!(it.key(), Some(&b"k049"[..]));
+}
+
+#[test]
+fn snapshots_survive_flush_and_merge() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = DB::open(dir.path(), common::small()).expect("open");
+    db.put("a", "1").expect("put");
+    db.put("b", "1").expect("put");
+    let s1 = db.snapshot();
+    db.put("a", "2").expect("put");
+    db.delete("b").expect("delete");
+    db.flush().expect("flush");
+    let s2 = db.snapshot();
+    db.put("a", "3").expect("put");
+    db.compact().expect("compact");
+    assert_eq!(
+        db.get_at(&s1, "a").expect("get").as_deref(),
+        Some(&b"1"[..])
+    );
+    assert_eq!(
+        db.get_at(&s1, "b").expect("get").as_deref(),
+        Some(&b"1"[..])
+    );
+    assert_eq!(
+        db.get_at(&s2, "a").expect("get").as_deref(),
+        Some(&b"2"[..])
+    );
+    assert_eq!(db.get_at(&s2, "b").expect("get"), None);
+    assert_eq!(db.get("a").expect("get").as_deref(), Some(&b"3"[..]));
+    let mut it = db.iter_at(&s1);
+    it.seek_to_first();
+    assert_eq!(it.key(), Some(&b"a"[..]));
+    drop((s1, s2));
+    db.compact().expect("compact");
+    let st = db.stats().expect("stats");
+    assert_eq!(
+        st.total(|s| s.records),
+        1,
+        "old versions dropped once no snapshot needs them"
+    );
+}
+
+#[test]
+fn second_open_is_locked_out_and_options_are_checked() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = DB::open(dir.path(), Options::default()).expect("open");
+    match DB::open(dir.path(), Options::default()) {
+        Err(Error::Locked { .. }) => {}
+        other => panic!("expected Locked, got {:?}", other.map(|_| ())),
+    }
+    drop(db);
+    let opts = Options {
+        error_if_exists: true,
+        ..Options::default()
+    };
+    assert!(matches!(
+        DB::open(dir.path(), opts),
+        Err(Error::AlreadyExists { .. })
+    ));
+    let missing = dir.path().join("nothing");
+    let opts = Options {
+        create_if_missing: false,
+        ..Options::default()
+    };
+    assert!(matches!(
+        DB::open(&missing, opts),
+        Err(Error::NotFound { .. })
+    ));
+}
+
+#[test]
+fn batches_are_atomic_and_empty_keys_and_values_work() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = DB::open(dir.path(), common::small()).expect("open");
+    let mut b = WriteBatch::new();
+    b.put("", "empty key")
+        .put("k", "")
+        .put(vec![0u8, 255], vec![1u8; 100_000]);
+    db.write(WriteOptions::synced(), b).expect("write");
+    db.flush().expect("flush");
+    assert_eq!(db.get("").expect("get").as_deref(), Some(&b"empty key"[..]));
+    assert_eq!(db.get("k").expect("get").as_deref(), Some(&b""[..]));
+    assert_eq!(
+        db.get([0u8, 255]).expect("get").map(|v| v.len()),
+        Some(100_000)
+    );
+}
+
+#[test]
+fn bulk_load_then_search_and_prefix() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = DB::open(dir.path(), common::small()).expect("open");
+    db.put("zzz", "before").expect("put");
+    let records = (0..5000u32).rev().map(|i| {
+        (
+            format!("pkg{i:04}/1.{}", i % 7),
+            format!("Package: pkg{i}\n"),
+        )
+    });
+    let stats = db.bulk_load(records).expect("bulk");
+    assert_eq!(stats.keys, 5000);
+    db.put("pkg0001/1.1", "after").expect("put");
+    assert_eq!(
+        db.get("pkg0001/1.1").expect("get").as_deref(),
+        Some(&b"after"[..])
+    );
+    assert_eq!(db.get("zzz").expect("get").as_deref(), Some(&b"before"[..]));
+    let found = db.search("pkg00[0-4]./1\\.3", 100).expect("search");
+    assert_eq!(found.len(), 7, "{found:?}");
+    assert_eq!(db.prefix(b"pkg012").count(), 10);
+}
