@@ -5,6 +5,7 @@
 
 mod alloc;
 mod bench;
+mod db_cmd;
 mod input;
 mod stats;
 mod trie_cmd;
@@ -31,6 +32,24 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Loads JSON Lines records `{"key": .., "value": ..}` (.zst ok) into a database.
+    Load(db_cmd::LoadArgs),
+    /// Prints the value of a key.
+    Get(db_cmd::KeyArgs),
+    /// Writes one key (synced).
+    Put(db_cmd::PutArgs),
+    /// Deletes one key (synced).
+    Delete(db_cmd::KeyArgs),
+    /// Prints key/value pairs in key order: all, a prefix, or a range.
+    Scan(db_cmd::ScanArgs),
+    /// Prints the keys matching a regular expression (searched through the tries).
+    Search(db_cmd::SearchArgs),
+    /// Sizes, counts and the compression ratio.
+    Stats(db_cmd::StatsArgs),
+    /// Checks every checksum of every file; exits non-zero on corruption.
+    Verify(db_cmd::DbArg),
+    /// Merges all segments into one.
+    Compact(db_cmd::DbArg),
     /// Standalone trie files: build from keys, search by regex.
     Trie {
         #[command(subcommand)]
@@ -54,6 +73,8 @@ enum BenchCommand {
     Trie(bench::trie::Args),
     /// The record store: pith-zip against block-compressed and per-record baselines.
     Zip(bench::zip::Args),
+    /// Point-read latency of a loaded database.
+    Get(bench::get::Args),
 }
 
 fn main() -> ExitCode {
@@ -65,6 +86,18 @@ fn main() -> ExitCode {
         Command::Bench {
             which: BenchCommand::Zip(args),
         } => bench::zip::run(&args),
+        Command::Bench {
+            which: BenchCommand::Get(args),
+        } => bench::get::run(&args),
+        Command::Load(a) => db_cmd::load(&a),
+        Command::Get(a) => db_cmd::get(&a),
+        Command::Put(a) => db_cmd::put(&a),
+        Command::Delete(a) => db_cmd::delete(&a),
+        Command::Scan(a) => db_cmd::scan(&a),
+        Command::Search(a) => db_cmd::search(&a),
+        Command::Stats(a) => db_cmd::stats(&a),
+        Command::Verify(a) => db_cmd::verify(&a),
+        Command::Compact(a) => db_cmd::compact(&a),
         Command::Trie { which } => trie_cmd::run(&which),
         Command::Zip { which } => zip_cmd::run(&which),
     };
@@ -98,6 +131,9 @@ pub enum CliError {
         /// What is wrong.
         detail: String,
     },
+    /// A database operation failed.
+    #[error("{0}")]
+    Db(#[from] pith::Error),
     /// A trie operation failed.
     #[error("trie: {0}")]
     Trie(#[from] pith_trie::Error),

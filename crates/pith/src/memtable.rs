@@ -135,6 +135,20 @@ impl Memtable {
         (e.key().key == key).then(|| (e.key().tag, e.value().clone()))
     }
 
+    /// The newest version of `key` visible at `snap`, as a [`Found`].
+    fn visible_version(&self, key: Vec<u8>, snap: u64) -> Option<Found> {
+        let probe = VersionKey {
+            key,
+            tag: max_tag(snap),
+        };
+        let e = self.map.range(&probe..).next()?;
+        (e.key().key == probe.key).then(|| Found {
+            key: probe.key,
+            tag: e.key().tag,
+            value: e.value().clone(),
+        })
+    }
+
     /// The visible version of the first key in `(start, ..)` (or `[start, ..)`
     /// when `inclusive`) that has one at `snap`.
     pub(crate) fn next_visible(&self, start: &[u8], inclusive: bool, snap: u64) -> Option<Found> {
@@ -152,18 +166,8 @@ impl Memtable {
         loop {
             let first = self.map.range((lower, Bound::Unbounded)).next()?;
             let key = first.key().key.clone();
-            let probe = VersionKey {
-                key: key.clone(),
-                tag: max_tag(snap),
-            };
-            if let Some(e) = self.map.range(probe..).next() {
-                if e.key().key == key {
-                    return Some(Found {
-                        key,
-                        tag: e.key().tag,
-                        value: e.value().clone(),
-                    });
-                }
+            if let Some(found) = self.visible_version(key.clone(), snap) {
+                return Some(found);
             }
             // Every version of `key` is newer than the snapshot.
             lower = Bound::Excluded(VersionKey { key, tag: 0 });
@@ -183,18 +187,8 @@ impl Memtable {
         loop {
             let last = self.map.range((Bound::Unbounded, upper)).next_back()?;
             let key = last.key().key.clone();
-            let probe = VersionKey {
-                key: key.clone(),
-                tag: max_tag(snap),
-            };
-            if let Some(e) = self.map.range(probe..).next() {
-                if e.key().key == key {
-                    return Some(Found {
-                        key,
-                        tag: e.key().tag,
-                        value: e.value().clone(),
-                    });
-                }
+            if let Some(found) = self.visible_version(key.clone(), snap) {
+                return Some(found);
             }
             upper = Bound::Excluded(VersionKey { key, tag: u64::MAX });
         }

@@ -94,11 +94,6 @@ impl<'a> Bloom<'a> {
                 .is_some_and(|w| w & (1 << (bit % 64)) != 0)
         })
     }
-
-    /// Bytes of the filter.
-    pub(crate) fn size_bytes(&self) -> usize {
-        16 + self.words.len() * 8
-    }
 }
 
 #[cfg(test)]

@@ -16,6 +16,7 @@
 mod bloom;
 pub(crate) mod cursor;
 pub(crate) mod format;
+mod tags;
 pub(crate) mod writer;
 
 use std::fs::File;
@@ -32,13 +33,14 @@ use crate::memtable::{tag_kind, tag_seq};
 pub(crate) use bloom::hash as key_hash;
 use bloom::Bloom;
 use format::{Header, HeaderError, HEADER_BYTES, SECTIONS, SECTION_NAMES};
+use tags::Tags;
 
 /// An open segment file.
 pub(crate) struct Segment {
     // The views borrow `map`; they are declared first so they drop first.
     trie: Trie<'static>,
     store: Store<'static>,
-    tags: &'static [u64],
+    tags: Tags<'static>,
     hist_keys: &'static [u64],
     hist_starts: &'static [u64],
     bloom: Bloom<'static>,
@@ -160,7 +162,9 @@ impl Segment {
                 ),
             )
         };
-        let tags = words(sections[format::TAGS]).ok_or_else(|| misaligned(format::TAGS))?;
+        let tag_words = words(sections[format::TAGS]).ok_or_else(|| misaligned(format::TAGS))?;
+        let tags = Tags::open(tag_words, header.records, header.min_seq)
+            .map_err(|d| corrupt(at(format::TAGS), d))?;
         let history =
             words(sections[format::HISTORY]).ok_or_else(|| misaligned(format::HISTORY))?;
         let bloom_words =
@@ -168,33 +172,30 @@ impl Segment {
         let bloom = Bloom::open(bloom_words).map_err(|d| corrupt(at(format::BLOOM), d))?;
         if trie.len() as u64 != header.keys
             || store.len() != header.records
-            || tags.len() as u64 != header.records
             || header.keys == 0
             || header.keys > header.records
         {
             return Err(corrupt(
                 16,
                 format!(
-                    "counts disagree: header {} keys and {} records, trie {} keys, store {} records, {} tags",
-                    header.keys, header.records, trie.len(), store.len(), tags.len()
+                    "counts disagree: header {} keys and {} records, trie {} keys, store {} records",
+                    header.keys, header.records, trie.len(), store.len()
                 ),
             ));
         }
         let (hist_keys, hist_starts) = split_history(history, header.keys, header.records)
             .map_err(|d| corrupt(at(format::HISTORY), d))?;
-        for (i, &t) in tags.iter().enumerate() {
-            let (seq, kind) = (tag_seq(t), t & 0xff);
-            if kind > 1 || seq < header.min_seq || seq > header.max_seq {
+        for r in 0..header.records {
+            if tag_seq(tags.get(r)) > header.max_seq {
                 return Err(corrupt(
-                    at(format::TAGS) + 8 * i as u64,
-                    format!("record {i} has an invalid tag {t:#x}"),
+                    at(format::TAGS),
+                    format!("record {r} has a sequence number above the segment's maximum"),
                 ));
             }
         }
         for (j, &key) in hist_keys.iter().enumerate() {
-            let group = &tags[hist_starts[j] as usize..hist_starts[j + 1] as usize];
-            let mut above = tag_seq(tags[key as usize]);
-            for &t in group {
+            let mut above = tag_seq(tags.get(key));
+            for t in (hist_starts[j]..hist_starts[j + 1]).map(|r| tags.get(r)) {
                 if tag_seq(t) >= above {
                     return Err(corrupt(
                         at(format::HISTORY),
@@ -251,7 +252,7 @@ impl Segment {
 
     /// The tag of record `r`.
     pub(crate) fn tag(&self, r: u64) -> u64 {
-        self.tags.get(r as usize).copied().unwrap_or(0)
+        self.tags.get(r)
     }
 
     /// The older versions of key `id`, as a record-id range.
@@ -353,18 +354,14 @@ impl Segment {
             number: self.number,
             keys: self.header.keys,
             records: self.header.records,
-            tombstones: self
-                .tags
-                .iter()
-                .filter(|&&t| tag_kind(t) == Kind::Delete)
+            tombstones: (0..self.header.records)
+                .filter(|&r| tag_kind(self.tags.get(r)) == Kind::Delete)
                 .count() as u64,
             raw_key_bytes: self.header.raw_key_bytes,
             raw_value_bytes: self.store.raw_bytes(),
             index_bytes: s[format::TRIE].len,
             store_bytes: s[format::STORE].len,
-            meta_bytes: s[format::TAGS].len
-                + s[format::HISTORY].len
-                + self.bloom.size_bytes() as u64,
+            meta_bytes: s[format::TAGS].len + s[format::HISTORY].len + s[format::BLOOM].len,
             file_bytes: self.file_bytes,
             codec: self.store.codec().name().to_string(),
             seq_range: (self.header.min_seq, self.header.max_seq),

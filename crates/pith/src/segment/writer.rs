@@ -20,8 +20,8 @@ use std::path::Path;
 
 use crate::error::{Error, Result};
 use crate::memtable::tag_seq;
-use crate::segment::bloom;
 use crate::segment::format::{Header, Section, BLOOM, HEADER_BYTES, HISTORY, STORE, TAGS, TRIE};
+use crate::segment::{bloom, tags};
 
 /// Where a version's value can be read from its source.
 #[derive(Clone, Copy, Debug)]
@@ -182,6 +182,7 @@ pub(crate) fn write_segment(
     history.extend_from_slice(&hist_keys);
     history.extend(hist_starts.iter().map(|s| keys + s));
     history.push(records);
+    let tags = tags::pack(&tags, min_seq);
     let bloom_words = bloom::build(&hashes, bloom_bits_per_key);
     drop(hashes);
     let trie_bytes = trie

@@ -1,0 +1,313 @@
+//! The database subcommands: `pith load | get | put | delete | scan | search
+//! | stats | verify | compact`.
+//!
+//! Each opens the database directory given by `--db`, does one thing and
+//! closes it (so the LOCK file keeps two commands from sharing a database).
+//! Keys and values are printed as raw bytes; `scan` separates them with a
+//! tab, one pair per line.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use pith::{Options, WriteBatch, WriteOptions, DB};
+
+use crate::input::Records;
+use crate::CliError;
+
+/// Where the database lives.
+#[derive(clap::Args)]
+pub struct DbArg {
+    /// Database directory.
+    #[arg(long)]
+    pub db: PathBuf,
+}
+
+/// `pith load`.
+#[derive(clap::Args)]
+pub struct LoadArgs {
+    #[command(flatten)]
+    db: DbArg,
+    /// JSON Lines records `{"key": .., "value": ..}`, optionally .zst.
+    file: PathBuf,
+    /// Write through the log and memtable in batches of 1,000 (the normal
+    /// write path) instead of building segments directly.
+    #[arg(long)]
+    wal: bool,
+    /// Do not merge the loaded segments into one at the end.
+    #[arg(long)]
+    no_compact: bool,
+}
+
+/// `pith scan`.
+#[derive(clap::Args)]
+pub struct ScanArgs {
+    #[command(flatten)]
+    db: DbArg,
+    /// Only keys starting with this prefix.
+    #[arg(long, conflicts_with_all = ["from", "to"])]
+    prefix: Option<String>,
+    /// First key (inclusive).
+    #[arg(long)]
+    from: Option<String>,
+    /// End key (exclusive).
+    #[arg(long)]
+    to: Option<String>,
+    /// At most this many pairs.
+    #[arg(long)]
+    limit: Option<usize>,
+    /// Print keys only.
+    #[arg(long)]
+    keys_only: bool,
+}
+
+/// `pith search`.
+#[derive(clap::Args)]
+pub struct SearchArgs {
+    #[command(flatten)]
+    db: DbArg,
+    /// Regular expression a whole key must match.
+    regex: String,
+    /// At most this many keys.
+    #[arg(long, default_value_t = usize::MAX)]
+    limit: usize,
+}
+
+/// `pith get` / `pith delete`.
+#[derive(clap::Args)]
+pub struct KeyArgs {
+    #[command(flatten)]
+    db: DbArg,
+    /// The key.
+    key: String,
+}
+
+/// `pith put`.
+#[derive(clap::Args)]
+pub struct PutArgs {
+    #[command(flatten)]
+    db: DbArg,
+    /// The key.
+    key: String,
+    /// The value.
+    value: String,
+}
+
+/// `pith stats`.
+#[derive(clap::Args)]
+pub struct StatsArgs {
+    #[command(flatten)]
+    db: DbArg,
+    /// One JSON object instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+fn open(path: &Path, create: bool) -> Result<DB, CliError> {
+    let options = Options {
+        create_if_missing: create,
+        ..Options::default()
+    };
+    Ok(DB::open(path, options)?)
+}
+
+fn out() -> std::io::BufWriter<std::io::StdoutLock<'static>> {
+    std::io::BufWriter::new(std::io::stdout().lock())
+}
+
+fn stdout_err(source: std::io::Error) -> CliError {
+    CliError::Io {
+        path: PathBuf::from("<stdout>"),
+        source,
+    }
+}
+
+/// `pith load`.
+pub fn load(args: &LoadArgs) -> Result<(), CliError> {
+    let db = open(&args.db.db, true)?;
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {elapsed} {human_pos} records  {msg}")
+            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    let started = Instant::now();
+    let mut bytes = 0u64;
+    let records = Records::open(&args.file)?.inspect(|r| {
+        if let Ok((k, v)) = r {
+            bytes += (k.len() + v.len()) as u64;
+            bar.inc(1);
+            if bar.position() % 4096 == 0 {
+                bar.set_message(format!("{:.1} MB read", bytes as f64 / 1e6));
+            }
+        }
+    });
+    let loaded = if args.wal {
+        let mut n = 0u64;
+        let mut batch = WriteBatch::new();
+        for r in records {
+            let (k, v) = r?;
+            batch.put(k, v);
+            n += 1;
+            if batch.len() == 1000 {
+                db.write(WriteOptions::default(), std::mem::take(&mut batch))?;
+            }
+        }
+        db.write(WriteOptions::default(), batch)?;
+        bar.set_message("flushing");
+        db.flush()?;
+        n
+    } else {
+        bar.set_message("building segments");
+        db.try_bulk_load(records)?.records
+    };
+    if !args.no_compact && db.stats()?.segments.len() > 1 {
+        bar.set_message("merging segments");
+        db.compact()?;
+    }
+    bar.finish_and_clear();
+    let stats = db.stats()?;
+    let raw = stats.total(|s| s.raw_key_bytes + s.raw_value_bytes);
+    eprintln!(
+        "loaded {loaded} records ({:.1} MB of keys and values) in {:.1} s: {} segments, {:.1} MB on disk, {:.2}x",
+        raw as f64 / 1e6,
+        started.elapsed().as_secs_f64(),
+        stats.segments.len(),
+        stats.disk_bytes as f64 / 1e6,
+        raw as f64 / stats.disk_bytes.max(1) as f64
+    );
+    db.close()?;
+    Ok(())
+}
+
+/// `pith get`: prints the value, or exits non-zero when the key is absent.
+pub fn get(args: &KeyArgs) -> Result<(), CliError> {
+    let db = open(&args.db.db, false)?;
+    match db.get(args.key.as_bytes())? {
+        Some(v) => {
+            let mut o = out();
+            o.write_all(&v).map_err(stdout_err)?;
+            o.write_all(b"\n").map_err(stdout_err)?;
+            Ok(())
+        }
+        None => Err(CliError::Usage(format!("key not found: {}", args.key))),
+    }
+}
+
+/// `pith put` (synced).
+pub fn put(args: &PutArgs) -> Result<(), CliError> {
+    let db = open(&args.db.db, true)?;
+    let mut b = WriteBatch::new();
+    b.put(&args.key, &args.value);
+    db.write(WriteOptions::synced(), b)?;
+    Ok(db.close()?)
+}
+
+/// `pith delete` (synced).
+pub fn delete(args: &KeyArgs) -> Result<(), CliError> {
+    let db = open(&args.db.db, false)?;
+    let mut b = WriteBatch::new();
+    b.delete(&args.key);
+    db.write(WriteOptions::synced(), b)?;
+    Ok(db.close()?)
+}
+
+/// `pith scan`.
+pub fn scan(args: &ScanArgs) -> Result<(), CliError> {
+    let db = open(&args.db.db, false)?;
+    let scan = match &args.prefix {
+        Some(p) => db.prefix(p.as_bytes()),
+        None => db.range(
+            args.from.as_deref().map(str::as_bytes),
+            args.to.as_deref().map(str::as_bytes),
+        ),
+    };
+    let mut o = out();
+    for kv in scan.take(args.limit.unwrap_or(usize::MAX)) {
+        let (k, v) = kv?;
+        o.write_all(&k).map_err(stdout_err)?;
+        if !args.keys_only {
+            o.write_all(b"\t").map_err(stdout_err)?;
+            o.write_all(&v).map_err(stdout_err)?;
+        }
+        o.write_all(b"\n").map_err(stdout_err)?;
+    }
+    o.flush().map_err(stdout_err)
+}
+
+/// `pith search`.
+pub fn search(args: &SearchArgs) -> Result<(), CliError> {
+    let db = open(&args.db.db, false)?;
+    let mut o = out();
+    for k in db.search(&args.regex, args.limit)? {
+        o.write_all(&k).map_err(stdout_err)?;
+        o.write_all(b"\n").map_err(stdout_err)?;
+    }
+    o.flush().map_err(stdout_err)
+}
+
+/// `pith stats`.
+pub fn stats(args: &StatsArgs) -> Result<(), CliError> {
+    let db = open(&args.db.db, false)?;
+    let s = db.stats()?;
+    let keys = s.total(|x| x.keys);
+    let raw_keys = s.total(|x| x.raw_key_bytes);
+    let raw_values = s.total(|x| x.raw_value_bytes);
+    let index = s.total(|x| x.index_bytes);
+    let store = s.total(|x| x.store_bytes);
+    let ratio = (raw_keys + raw_values) as f64 / s.disk_bytes.max(1) as f64;
+    if args.json {
+        let segments: Vec<serde_json::Value> = s
+            .segments
+            .iter()
+            .map(|x| {
+                serde_json::json!({"number": x.number, "keys": x.keys, "records": x.records,
+                "tombstones": x.tombstones, "index_bytes": x.index_bytes, "store_bytes": x.store_bytes,
+                "file_bytes": x.file_bytes, "codec": x.codec})
+            })
+            .collect();
+        let v = serde_json::json!({
+            "keys": keys, "raw_key_bytes": raw_keys, "raw_value_bytes": raw_values,
+            "index_bytes": index, "value_store_bytes": store, "disk_bytes": s.disk_bytes,
+            "wal_bytes": s.wal_bytes, "memtable_bytes": s.memtable_bytes,
+            "compression_ratio": ratio, "segment_count": s.segments.len(), "segments": segments,
+            "last_sequence": s.last_sequence,
+        });
+        println!("{v}");
+        return Ok(());
+    }
+    println!("keys (in segments, all versions counted once per segment) {keys}");
+    println!("raw key bytes            {raw_keys}");
+    println!("raw value bytes          {raw_values}");
+    println!("index (trie) bytes       {index}");
+    println!("value store bytes        {store}");
+    println!("files on disk, bytes     {}", s.disk_bytes);
+    println!("  of which logs          {}", s.wal_bytes);
+    println!("compression ratio        {ratio:.2}x (raw keys and values / files on disk)");
+    println!("segments                 {}", s.segments.len());
+    for x in &s.segments {
+        println!(
+            "  {:06}.seg  {} keys, {} records, {} tombstones, trie {} B, store {} B ({}), file {} B",
+            x.number, x.keys, x.records, x.tombstones, x.index_bytes, x.store_bytes, x.codec, x.file_bytes
+        );
+    }
+    Ok(())
+}
+
+/// `pith verify`: non-zero exit, naming the file, on any corruption.
+pub fn verify(args: &DbArg) -> Result<(), CliError> {
+    let db = open(&args.db, false)?;
+    let r = db.verify()?;
+    println!(
+        "ok: {} segments, {} records, {} logs with {} records checked",
+        r.segments, r.records, r.wals, r.wal_records
+    );
+    Ok(())
+}
+
+/// `pith compact`.
+pub fn compact(args: &DbArg) -> Result<(), CliError> {
+    let db = open(&args.db, false)?;
+    db.compact()?;
+    Ok(db.close()?)
+}

@@ -1,0 +1,107 @@
+//! Per-record tags (sequence number and kind), bit-packed.
+//!
+//! Section layout: `width u64 | words u64...`. Record `r`'s entry is the
+//! `width`-bit little-endian field at bit `r * width` of the words:
+//! `(seq - min_seq) << 1 | kind`, kind 1 for a put and 0 for a delete.
+//! `width` is the fewest bits that hold the largest entry (at least 1, at
+//! most 57). A bulk-loaded segment, whose records share one sequence
+//! number, spends one bit per record; a flushed memtable about
+//! `log2(writes)` bits.
+
+use crate::batch::Kind;
+use crate::memtable::{tag, tag_kind, tag_seq};
+
+/// Packs `tags` (full tags) relative to `min_seq`.
+pub(crate) fn pack(tags: &[u64], min_seq: u64) -> Vec<u64> {
+    let entry = |t: u64| (tag_seq(t) - min_seq) << 1 | (tag_kind(t) == Kind::Put) as u64;
+    let max = tags.iter().map(|&t| entry(t)).max().unwrap_or(0);
+    let width = (64 - max.leading_zeros()).max(1) as u64;
+    let mut words = vec![0u64; 1 + (tags.len() as u64 * width).div_ceil(64) as usize];
+    words[0] = width;
+    for (i, &t) in tags.iter().enumerate() {
+        let (bit, v) = (i as u64 * width, entry(t));
+        let (w, s) = (1 + (bit / 64) as usize, bit % 64);
+        words[w] |= v << s;
+        if s + width > 64 {
+            words[w + 1] |= v >> (64 - s);
+        }
+    }
+    words
+}
+
+/// A validated view of a tags section.
+#[derive(Clone, Copy)]
+pub(crate) struct Tags<'a> {
+    words: &'a [u64],
+    width: u64,
+    len: u64,
+    min_seq: u64,
+}
+
+impl<'a> Tags<'a> {
+    /// Checks the geometry for `len` records.
+    pub(crate) fn open(section: &'a [u64], len: u64, min_seq: u64) -> Result<Self, String> {
+        let (&width, words) = section.split_first().ok_or("tags section is empty")?;
+        if !(1..=57).contains(&width) {
+            return Err(format!("tag width {width} is outside 1..=57"));
+        }
+        let need = len
+            .checked_mul(width)
+            .map(|b| b.div_ceil(64))
+            .ok_or("tag bits overflow")?;
+        if need != words.len() as u64 {
+            return Err(format!(
+                "{} tag words for {len} records of {width} bits",
+                words.len()
+            ));
+        }
+        Ok(Tags {
+            words,
+            width,
+            len,
+            min_seq,
+        })
+    }
+
+    /// Record `r`'s full tag (0 when out of range).
+    pub(crate) fn get(&self, r: u64) -> u64 {
+        if r >= self.len {
+            return 0;
+        }
+        let bit = r * self.width;
+        let (w, s) = ((bit / 64) as usize, bit % 64);
+        let lo = self.words.get(w).copied().unwrap_or(0) >> s;
+        let hi = if s + self.width > 64 {
+            self.words.get(w + 1).copied().unwrap_or(0) << (64 - s)
+        } else {
+            0
+        };
+        let v = (lo | hi) & ((1u64 << self.width) - 1);
+        let kind = if v & 1 == 1 { Kind::Put } else { Kind::Delete };
+        tag(self.min_seq + (v >> 1), kind)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_at_every_width() {
+        for spread in [0u64, 1, 2, 1000, 1 << 40] {
+            let tags: Vec<u64> = (0..500u64)
+                .map(|i| {
+                    tag(
+                        7 + (i * 7919) % (spread + 1),
+                        if i % 3 == 0 { Kind::Delete } else { Kind::Put },
+                    )
+                })
+                .collect();
+            let words = pack(&tags, 7);
+            let t = Tags::open(&words, tags.len() as u64, 7).expect("valid");
+            for (i, &want) in tags.iter().enumerate() {
+                assert_eq!(t.get(i as u64), want, "spread {spread}, record {i}");
+            }
+        }
+    }
+}

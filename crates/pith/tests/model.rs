@@ -1,0 +1,181 @@
+//! Model-based property test: random sequences of operations against the
+//! engine and a `BTreeMap`, including snapshots, flushes, merges and
+//! close-and-reopen. Set `PITH_PROPTEST_CASES` for a longer run.
+
+mod common;
+
+use std::collections::BTreeMap;
+
+use pith::{Options, WriteBatch, WriteOptions, DB};
+use proptest::prelude::*;
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+#[derive(Clone, Debug)]
+enum Op {
+    Put(Vec<u8>, Vec<u8>),
+    Delete(Vec<u8>),
+    Batch(Vec<(Vec<u8>, Option<Vec<u8>>)>),
+    Get(Vec<u8>),
+    Scan,
+    Seek(Vec<u8>, Vec<bool>),
+    Snapshot,
+    CheckSnapshots,
+    ReleaseSnapshot,
+    Flush,
+    Compact,
+    Reopen,
+}
+
+fn key() -> impl Strategy<Value = Vec<u8>> {
+    prop::collection::vec(prop_oneof![Just(b'a'), Just(b'b'), Just(0u8), Just(0xffu8)], 0..4)
+}
+
+fn value() -> impl Strategy<Value = Vec<u8>> {
+    prop::collection::vec(any::<u8>(), 0..40)
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        8 => (key(), value()).prop_map(|(k, v)| Op::Put(k, v)),
+        3 => key().prop_map(Op::Delete),
+        2 => prop::collection::vec((key(), prop::option::of(value())), 0..6).prop_map(Op::Batch),
+        4 => key().prop_map(Op::Get),
+        1 => Just(Op::Scan),
+        2 => (key(), prop::collection::vec(any::<bool>(), 0..8)).prop_map(|(k, s)| Op::Seek(k, s)),
+        1 => Just(Op::Snapshot),
+        1 => Just(Op::CheckSnapshots),
+        1 => Just(Op::ReleaseSnapshot),
+        1 => Just(Op::Flush),
+        1 => Just(Op::Compact),
+        1 => Just(Op::Reopen),
+    ]
+}
+
+fn options() -> Options {
+    Options {
+        memtable_bytes: 1024,
+        merge_trigger: 2,
+        stall_segments: 10,
+        ..Options::default()
+    }
+}
+
+/// Checks a seek and a walk of steps (true = next, false = prev).
+fn check_seek(db_it: &mut pith::DbIterator, model: &Model, start: &[u8], steps: &[bool]) {
+    let keys: Vec<&Vec<u8>> = model.keys().collect();
+    db_it.seek(start);
+    let mut pos = keys.partition_point(|k| k.as_slice() < start) as isize;
+    for &forward in std::iter::once(&true).chain(steps) {
+        let want = usize::try_from(pos).ok().and_then(|p| keys.get(p)).map(|k| k.as_slice());
+        assert_eq!(db_it.key(), want, "after seek {start:?} and steps {steps:?}");
+        if let Some(k) = want {
+            assert_eq!(db_it.value(), model.get(k).map(Vec::as_slice));
+        } else {
+            break; // an invalid iterator stays invalid
+        }
+        if forward {
+            db_it.next();
+            pos += 1;
+        } else {
+            db_it.prev();
+            pos -= 1;
+        }
+    }
+}
+
+fn run(ops: Vec<Op>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut db = Some(DB::open(dir.path(), options()).expect("open"));
+    let mut model = Model::new();
+    let mut snaps: Vec<(pith::Snapshot, Model)> = Vec::new();
+    for op in ops {
+        let d = db.as_ref().expect("open db");
+        match op {
+            Op::Put(k, v) => {
+                d.put(&k, &v).expect("put");
+                model.insert(k, v);
+            }
+            Op::Delete(k) => {
+                d.delete(&k).expect("delete");
+                model.remove(&k);
+            }
+            Op::Batch(ops) => {
+                let mut b = WriteBatch::new();
+                for (k, v) in ops {
+                    match v {
+                        Some(v) => {
+                            b.put(&k, &v);
+                            model.insert(k, v);
+                        }
+                        None => {
+                            b.delete(&k);
+                            model.remove(&k);
+                        }
+                    }
+                }
+                d.write(WriteOptions::default(), b).expect("write");
+            }
+            Op::Get(k) => assert_eq!(d.get(&k).expect("get"), model.get(&k).cloned(), "get {k:?}"),
+            Op::Scan => {
+                assert_eq!(common::all(d), model.clone().into_iter().collect::<Vec<_>>());
+                let mut it = d.iter();
+                it.seek_to_last();
+                let mut back = Vec::new();
+                while let Some(k) = it.key() {
+                    back.push(k.to_vec());
+                    it.prev();
+                }
+                assert_eq!(back, model.keys().rev().cloned().collect::<Vec<_>>());
+            }
+            Op::Seek(k, steps) => check_seek(&mut d.iter(), &model, &k, &steps),
+            Op::Snapshot => snaps.push((d.snapshot(), model.clone())),
+            Op::CheckSnapshots => {
+                for (s, m) in &snaps {
+                    let got: Vec<(Vec<u8>, Vec<u8>)> = {
+                        let mut it = d.iter_at(s);
+                        it.seek_to_first();
+                        let mut v = Vec::new();
+                        while let (Some(k), Some(val)) = (it.key(), it.value()) {
+                            v.push((k.to_vec(), val.to_vec()));
+                            it.next();
+                        }
+                        v
+                    };
+                    assert_eq!(got, m.clone().into_iter().collect::<Vec<_>>(), "snapshot {}", s.sequence());
+                    for k in m.keys().take(5) {
+                        assert_eq!(d.get_at(s, k).expect("get_at").as_ref(), m.get(k));
+                    }
+                }
+            }
+            Op::ReleaseSnapshot => {
+                if !snaps.is_empty() {
+                    snaps.remove(0);
+                }
+            }
+            Op::Flush => d.flush().expect("flush"),
+            Op::Compact => d.compact().expect("compact"),
+            Op::Reopen => {
+                snaps.clear();
+                db.take().expect("db").close().expect("close");
+                db = Some(DB::open(dir.path(), options()).expect("reopen"));
+            }
+        }
+    }
+    let d = db.expect("db");
+    assert_eq!(common::all(&d), model.into_iter().collect::<Vec<_>>());
+    d.verify().expect("verify");
+}
+
+fn cases() -> u32 {
+    std::env::var("PITH_PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(48)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+
+    #[test]
+    fn engine_matches_btreemap(ops in prop::collection::vec(op(), 1..80)) {
+        run(ops);
+    }
+}
