@@ -79,14 +79,33 @@ fn check(dir: &std::path::Path, acked: Option<u64>) -> u64 {
     let next = acked.map_or(0, |a| a + 1);
     // The batch in flight: all or nothing.
     let in_flight = present(&db, next, 0);
-    assert_eq!(in_flight, present(&db, next, 1), "batch {next} is half applied");
-    assert_eq!(in_flight, present(&db, next, 2), "batch {next} is half applied");
+    assert_eq!(
+        in_flight,
+        present(&db, next, 1),
+        "batch {next} is half applied"
+    );
+    assert_eq!(
+        in_flight,
+        present(&db, next, 2),
+        "batch {next} is half applied"
+    );
     let committed_end = if in_flight { next + 1 } else { next };
-    assert!(!present(&db, committed_end, 0), "batch {committed_end} exists but was never written");
+    assert!(
+        !present(&db, committed_end, 0),
+        "batch {committed_end} exists but was never written"
+    );
     for i in 0..committed_end {
-        assert!(present(&db, i, 0) && present(&db, i, 1), "acknowledged batch {i} lost");
+        assert!(
+            present(&db, i, 0) && present(&db, i, 1),
+            "acknowledged batch {i} lost"
+        );
         let deleted_later = i + 3 < committed_end;
-        assert_eq!(present(&db, i, 2), !deleted_later, "batch {i} part 2 wrong (deleted by batch {})", i + 3);
+        assert_eq!(
+            present(&db, i, 2),
+            !deleted_later,
+            "batch {i} part 2 wrong (deleted by batch {})",
+            i + 3
+        );
     }
     let n = db.range(None, None).count() as u64;
     let expect = 2 * committed_end + committed_end.min(3);

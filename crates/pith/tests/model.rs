@@ -28,7 +28,10 @@ enum Op {
 }
 
 fn key() -> impl Strategy<Value = Vec<u8>> {
-    prop::collection::vec(prop_oneof![Just(b'a'), Just(b'b'), Just(0u8), Just(0xffu8)], 0..4)
+    prop::collection::vec(
+        prop_oneof![Just(b'a'), Just(b'b'), Just(0u8), Just(0xffu8)],
+        0..4,
+    )
 }
 
 fn value() -> impl Strategy<Value = Vec<u8>> {
@@ -67,8 +70,15 @@ fn check_seek(db_it: &mut pith::DbIterator, model: &Model, start: &[u8], steps: 
     db_it.seek(start);
     let mut pos = keys.partition_point(|k| k.as_slice() < start) as isize;
     for &forward in std::iter::once(&true).chain(steps) {
-        let want = usize::try_from(pos).ok().and_then(|p| keys.get(p)).map(|k| k.as_slice());
-        assert_eq!(db_it.key(), want, "after seek {start:?} and steps {steps:?}");
+        let want = usize::try_from(pos)
+            .ok()
+            .and_then(|p| keys.get(p))
+            .map(|k| k.as_slice());
+        assert_eq!(
+            db_it.key(),
+            want,
+            "after seek {start:?} and steps {steps:?}"
+        );
         if let Some(k) = want {
             assert_eq!(db_it.value(), model.get(k).map(Vec::as_slice));
         } else {
@@ -118,7 +128,10 @@ fn run(ops: Vec<Op>) {
             }
             Op::Get(k) => assert_eq!(d.get(&k).expect("get"), model.get(&k).cloned(), "get {k:?}"),
             Op::Scan => {
-                assert_eq!(common::all(d), model.clone().into_iter().collect::<Vec<_>>());
+                assert_eq!(
+                    common::all(d),
+                    model.clone().into_iter().collect::<Vec<_>>()
+                );
                 let mut it = d.iter();
                 it.seek_to_last();
                 let mut back = Vec::new();
@@ -142,7 +155,12 @@ fn run(ops: Vec<Op>) {
                         }
                         v
                     };
-                    assert_eq!(got, m.clone().into_iter().collect::<Vec<_>>(), "snapshot {}", s.sequence());
+                    assert_eq!(
+                        got,
+                        m.clone().into_iter().collect::<Vec<_>>(),
+                        "snapshot {}",
+                        s.sequence()
+                    );
                     for k in m.keys().take(5) {
                         assert_eq!(d.get_at(s, k).expect("get_at").as_ref(), m.get(k));
                     }
@@ -168,7 +186,10 @@ fn run(ops: Vec<Op>) {
 }
 
 fn cases() -> u32 {
-    std::env::var("PITH_PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(48)
+    std::env::var("PITH_PROPTEST_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(48)
 }
 
 proptest! {
