@@ -20,6 +20,15 @@ mkdir -p fuzz/corpus/zip_open
 for codec in zstd-dict global; do
   cargo run -q --release -p pith-cli -- zip build --records data/debian-sample.jsonl.zst --limit 200 --codec "$codec" --out "fuzz/corpus/zip_open/debian-200-$codec.zip"
 done
+# Engine files: a loaded database (segment), an unflushed put (log), the manifest.
+db=$(mktemp -d)
+cargo run -q --release -p pith-cli -- load --db "$db/db" --limit 300 data/debian-sample.jsonl.zst
+cargo run -q --release -p pith-cli -- put --db "$db/db" fuzz-seed "a value in the log"
+mkdir -p fuzz/corpus/segment_open fuzz/corpus/segment_structure fuzz/corpus/wal_replay fuzz/corpus/manifest_decode
+for f in "$db"/db/*.seg; do cp "$f" fuzz/corpus/segment_open/; cp "$f" fuzz/corpus/segment_structure/; done
+for f in "$db"/db/*.wal; do cp "$f" fuzz/corpus/wal_replay/; done
+cp "$db/db/MANIFEST" fuzz/corpus/manifest_decode/
+rm -rf "$db"
 cd fuzz
 for target in $(cargo +nightly fuzz list); do
   echo "fuzz-smoke: $target for ${seconds}s"

@@ -38,6 +38,9 @@ pub struct LoadArgs {
     /// Do not merge the loaded segments into one at the end.
     #[arg(long)]
     no_compact: bool,
+    /// Load only the first N records.
+    #[arg(long)]
+    limit: Option<usize>,
 }
 
 /// `pith scan`.
@@ -133,15 +136,17 @@ pub fn load(args: &LoadArgs) -> Result<(), CliError> {
     );
     let started = Instant::now();
     let mut bytes = 0u64;
-    let records = Records::open(&args.file)?.inspect(|r| {
-        if let Ok((k, v)) = r {
-            bytes += (k.len() + v.len()) as u64;
-            bar.inc(1);
-            if bar.position() % 4096 == 0 {
-                bar.set_message(format!("{:.1} MB read", bytes as f64 / 1e6));
+    let records = Records::open(&args.file)?
+        .take(args.limit.unwrap_or(usize::MAX))
+        .inspect(|r| {
+            if let Ok((k, v)) = r {
+                bytes += (k.len() + v.len()) as u64;
+                bar.inc(1);
+                if bar.position() % 4096 == 0 {
+                    bar.set_message(format!("{:.1} MB read", bytes as f64 / 1e6));
+                }
             }
-        }
-    });
+        });
     let loaded = if args.wal {
         let mut n = 0u64;
         let mut batch = WriteBatch::new();

@@ -56,6 +56,7 @@ mod background;
 mod batch;
 mod db;
 mod error;
+pub mod fuzz;
 mod iter;
 mod manifest;
 mod memtable;
@@ -64,6 +65,9 @@ mod options;
 mod segment;
 mod wal;
 mod write;
+
+#[cfg(test)]
+mod golden_tests;
 
 pub use batch::WriteBatch;
 pub use db::{Snapshot, Stats, VerifyReport, DB};

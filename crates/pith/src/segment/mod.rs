@@ -99,6 +99,11 @@ impl Segment {
         let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
         #[cfg(unix)]
         let _ = map.advise(memmap2::Advice::Random);
+        Segment::from_map(map, path, number)
+    }
+
+    /// Validates a mapped segment; `path` names it in errors.
+    pub(crate) fn from_map(map: Mmap, path: &Path, number: u64) -> Result<Segment> {
         // SAFETY: the slice points into the mapping owned by `map`, which
         // lives in the same struct, is never moved out or remapped, and is
         // dropped after every field that borrows it (declaration order).

@@ -1,0 +1,8 @@
+//! cargo-fuzz target: `pith::fuzz::segment_refixed` on arbitrary bytes (must not panic).
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    pith::fuzz::segment_refixed(data);
+});
