@@ -35,7 +35,8 @@ pub struct LoadArgs {
     /// write path) instead of building segments directly.
     #[arg(long)]
     wal: bool,
-    /// Do not merge the loaded segments into one at the end.
+    /// Do not merge the loaded segments into one (re-encoded with the merge
+    /// codec) at the end.
     #[arg(long)]
     no_compact: bool,
     /// Load only the first N records.
@@ -166,7 +167,9 @@ pub fn load(args: &LoadArgs) -> Result<(), CliError> {
         bar.set_message("building segments");
         db.try_bulk_load(records)?.records
     };
-    if !args.no_compact && db.stats()?.segments.len() > 1 {
+    // Flushed segments use the fast flush codec, and bulk chunks are
+    // separate segments: a full merge re-encodes them with the merge codec.
+    if !args.no_compact && (args.wal || db.stats()?.segments.len() > 1) {
         bar.set_message("merging segments");
         db.compact()?;
     }
@@ -281,7 +284,7 @@ pub fn stats(args: &StatsArgs) -> Result<(), CliError> {
         println!("{v}");
         return Ok(());
     }
-    println!("keys (in segments, all versions counted once per segment) {keys}");
+    println!("keys (summed over segments) {keys}");
     println!("raw key bytes            {raw_keys}");
     println!("raw value bytes          {raw_values}");
     println!("index (trie) bytes       {index}");
