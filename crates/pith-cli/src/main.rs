@@ -75,6 +75,8 @@ enum BenchCommand {
     Zip(bench::zip::Args),
     /// Point-read latency of a loaded database.
     Get(bench::get::Args),
+    /// Storage-engine workloads, PithDB against peers (RocksDB, LMDB with --features peers).
+    Db(bench::db::Args),
 }
 
 fn main() -> ExitCode {
@@ -89,6 +91,9 @@ fn main() -> ExitCode {
         Command::Bench {
             which: BenchCommand::Get(args),
         } => bench::get::run(&args),
+        Command::Bench {
+            which: BenchCommand::Db(args),
+        } => bench::db::run(&args),
         Command::Load(a) => db_cmd::load(&a),
         Command::Get(a) => db_cmd::get(&a),
         Command::Put(a) => db_cmd::put(&a),

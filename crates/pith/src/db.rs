@@ -521,6 +521,20 @@ impl DB {
         self.inner.wait_for(|st, _| st.frozen.is_empty())
     }
 
+    /// Flushes, then waits until background merges have nothing left to do
+    /// under the merge policy (what "after compaction settles" means in
+    /// benchmarks). Unlike [`DB::compact`] it does not force a full merge.
+    pub fn settle(&self) -> Result<()> {
+        self.flush()?;
+        let o = &self.inner.options;
+        self.inner.wait_for(|st, _| {
+            let sizes: Vec<u64> = st.segments.iter().map(|s| s.file_bytes()).collect();
+            st.frozen.is_empty()
+                && crate::background::pick_merge(&sizes, o.merge_trigger, o.max_merge_width)
+                    .is_none()
+        })
+    }
+
     /// Flushes, then merges all segments into one, dropping every version
     /// and tombstone no snapshot needs, and re-encoding values with the
     /// merge codec. Waits until done.

@@ -1,6 +1,7 @@
 //! Benchmarks: each runs PithDB and its peers in one process over the same
 //! inputs, prints a table and ends with one JSON line of figures.
 
+pub mod db;
 pub mod get;
 pub mod trie;
 pub mod zip;

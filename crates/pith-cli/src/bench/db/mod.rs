@@ -1,0 +1,546 @@
+//! `pith bench db`: the classic storage-engine workloads, PithDB against
+//! real peers, on one real data set, in one process run.
+//!
+//! For each engine: fills (`fillseq`, `fillrandom` with 1, 3 and 6 threads)
+//! into fresh directories, each followed by the engine's full compaction,
+//! measuring throughput, bytes written to storage per user byte and the
+//! settled size; then, on the `fillrandom` (1 thread) database, the read
+//! workloads under each memory limit: the engine is closed, its files are
+//! dropped from the page cache, the process enters a memory cgroup of the
+//! given size (page cache included), and the engine reopens with caches
+//! sized for the limit. Output: a table, `results.jsonl` in `--out`, the
+//! same JSON objects as the last lines on stdout.
+//!
+//! Each read phase runs in a child process (this binary with hidden
+//! arguments), which reads the keys, then enters the cgroup, so a limit
+//! too small for an engine ends that phase (reported as killed) and not
+//! the whole run, and each phase's peak RSS is its own.
+
+mod engine;
+mod sys;
+mod workload;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+
+use crate::input::Records;
+use crate::CliError;
+use workload::{Budget, Order, Outcome, Read};
+
+/// `pith bench db` arguments.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Engines, comma-separated: pith, and with --features peers rocksdb,
+    /// rocksdb-zstd, lmdb.
+    #[arg(long, default_value = "pith")]
+    engines: String,
+    /// JSON Lines records `{"key","value"}` (.zst ok).
+    #[arg(long, default_value = "data/debian-sample.jsonl.zst")]
+    dataset: PathBuf,
+    /// Workloads, comma-separated: fillseq, fillrandom, readrandom,
+    /// readmissing, mixed95, mixed99, scan, or all.
+    #[arg(long, default_value = "all")]
+    workloads: String,
+    /// Threads of the read and mixed workloads.
+    #[arg(long, default_value_t = 8)]
+    threads: usize,
+    /// Seconds per read workload.
+    #[arg(long, default_value_t = 10.0)]
+    duration: f64,
+    /// Operations per read workload (instead of --duration).
+    #[arg(long)]
+    ops: Option<u64>,
+    /// Memory limits for the read phase, comma-separated: none, half (of
+    /// the raw data), fifth, or a size such as 64M.
+    #[arg(long, default_value = "none")]
+    mem_limit: String,
+    /// Short run: fillrandom with 1 thread only, 2-second reads.
+    #[arg(long)]
+    quick: bool,
+    /// Where results.jsonl goes.
+    #[arg(long, default_value = "bench-out")]
+    out: PathBuf,
+    /// Where the databases are built (a fresh subdirectory; removed after).
+    #[arg(long)]
+    dir: Option<PathBuf>,
+    /// Random seed.
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Internal: run one read phase on this database (a child process).
+    #[arg(long, hide = true)]
+    read_phase_db: Option<PathBuf>,
+    /// Internal: the read phase's memory limit in bytes (0: none).
+    #[arg(long, hide = true, default_value_t = 0)]
+    read_phase_limit: u64,
+    /// Internal: the read phase's cache size in bytes.
+    #[arg(long, hide = true, default_value_t = 0)]
+    read_phase_cache: u64,
+}
+
+/// One row of the results.
+struct Row {
+    engine: String,
+    workload: String,
+    threads: usize,
+    outcome: Outcome,
+    db_bytes: u64,
+    write_amp: Option<f64>,
+    peak_rss: u64,
+    mem_limit: u64,
+    cache_bytes: u64,
+    settings: String,
+}
+
+impl Row {
+    fn json(&self, raw_bytes: u64) -> serde_json::Value {
+        let h = &self.outcome.hist;
+        let us = |ns: f64| ns / 1000.0;
+        let fill = self.workload.starts_with("fill");
+        serde_json::json!({
+            "engine": self.engine, "workload": self.workload, "threads": self.threads,
+            "ops": self.outcome.ops, "seconds": self.outcome.seconds,
+            "qps": self.outcome.ops as f64 / self.outcome.seconds.max(1e-9),
+            "mb_s": if fill { raw_bytes as f64 / 1e6 / self.outcome.seconds.max(1e-9) } else { 0.0 },
+            "mean_us": us(h.mean()), "p50_us": us(h.value_at_quantile(0.5) as f64),
+            "p99_us": us(h.value_at_quantile(0.99) as f64), "p999_us": us(h.value_at_quantile(0.999) as f64),
+            "max_us": us(h.max() as f64), "stddev_us": us(h.stdev()),
+            "latency_unit": if fill { "batch of 64" } else { "operation" },
+            "db_bytes": self.db_bytes, "write_amp": self.write_amp,
+            "peak_rss_bytes": self.peak_rss, "mem_limit_bytes": self.mem_limit,
+            "cache_bytes": self.cache_bytes, "settings": self.settings,
+        })
+    }
+}
+
+fn io(path: &std::path::Path) -> impl Fn(std::io::Error) -> CliError + '_ {
+    move |source| CliError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// Shuffled distinct keys (for reads), a sample of values (for updates),
+/// and the raw size of the data set.
+type Loaded = (Vec<Vec<u8>>, Vec<Vec<u8>>, u64);
+
+/// One pass over the data set.
+fn load_keys(args: &Args) -> Result<Loaded, CliError> {
+    let mut keys = Vec::new();
+    let mut values = Vec::new();
+    let mut raw_bytes = 0u64;
+    for (i, r) in Records::open(&args.dataset)?.enumerate() {
+        let (k, v) = r?;
+        raw_bytes += (k.len() + v.len()) as u64;
+        if i % 64 == 0 && values.len() < 2048 {
+            values.push(v);
+        }
+        keys.push(k);
+    }
+    keys.sort_unstable();
+    keys.dedup();
+    if keys.is_empty() {
+        return Err(CliError::Usage(format!(
+            "{}: no records",
+            args.dataset.display()
+        )));
+    }
+    keys.shuffle(&mut rand::rngs::StdRng::seed_from_u64(args.seed));
+    Ok((keys, values, raw_bytes))
+}
+
+fn budget(args: &Args) -> Budget {
+    match args.ops {
+        Some(n) => Budget::Ops(n),
+        None => Budget::Time(Duration::from_secs_f64(if args.quick {
+            2.0
+        } else {
+            args.duration
+        })),
+    }
+}
+
+fn read_workloads(args: &Args) -> Vec<(&'static str, Read)> {
+    [
+        ("readrandom", Read::Random),
+        ("readmissing", Read::Missing),
+        ("mixed95", Read::Mixed(95)),
+        ("mixed99", Read::Mixed(99)),
+        ("scan", Read::Scan),
+    ]
+    .into_iter()
+    .filter(|(n, _)| args.workloads == "all" || args.workloads.split(',').any(|w| w.trim() == *n))
+    .collect()
+}
+
+/// The child side: evict, limit, open, run the read workloads, print rows.
+fn read_phase(
+    args: &Args,
+    dir: &std::path::Path,
+    keys: &[Vec<u8>],
+    values: &[Vec<u8>],
+    raw_bytes: u64,
+) -> Result<(), CliError> {
+    let name = args.engines.trim();
+    sys::evict(dir);
+    let limit = args.read_phase_limit;
+    let guard = if limit > 0 {
+        match sys::MemoryLimit::enter(limit) {
+            Ok(g) => {
+                eprintln!("{name}: memory limited to {limit} bytes (page cache included) by a cgroup v{} child group", g.version);
+                Some(g)
+            }
+            Err(e) => {
+                eprintln!("{name}: cannot limit memory to {limit} bytes ({e}); running this phase unlimited");
+                None
+            }
+        }
+    } else {
+        None
+    };
+    let effective = guard.as_ref().map_or(0, |g| g.bytes);
+    let db = engine::open(name, dir, args.read_phase_cache)?;
+    for (workload, kind) in read_workloads(args) {
+        eprintln!(
+            "{name}: {workload}, {} threads, memory limit {}",
+            args.threads,
+            if effective == 0 {
+                "none".to_string()
+            } else {
+                format!("{:.1} MB", effective as f64 / 1e6)
+            }
+        );
+        sys::reset_peak_rss();
+        let outcome = workload::read(
+            db.as_ref(),
+            keys,
+            values,
+            kind,
+            args.threads,
+            budget(args),
+            args.seed,
+        )?;
+        let row = Row {
+            engine: name.to_string(),
+            workload: workload.to_string(),
+            threads: args.threads,
+            outcome,
+            db_bytes: sys::dir_bytes(dir),
+            write_amp: None,
+            peak_rss: sys::peak_rss_bytes(),
+            mem_limit: effective,
+            cache_bytes: args.read_phase_cache,
+            settings: db.settings(),
+        };
+        println!("ROW {}", row.json(raw_bytes));
+    }
+    drop(db);
+    drop(guard);
+    Ok(())
+}
+
+/// Runs the benchmark.
+pub fn run(args: &Args) -> Result<(), CliError> {
+    let engines: Vec<String> = args
+        .engines
+        .split(',')
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .collect();
+    for e in &engines {
+        if !engine::available().contains(&e.as_str()) {
+            return Err(CliError::Usage(format!(
+                "unknown engine {e:?}; this build has {} (peers need: cargo build --release -p pith-cli --features peers)",
+                engine::available().join(", ")
+            )));
+        }
+    }
+    let all = [
+        "fillseq",
+        "fillrandom",
+        "readrandom",
+        "readmissing",
+        "mixed95",
+        "mixed99",
+        "scan",
+    ];
+    let workloads: Vec<&str> = if args.workloads == "all" {
+        all.to_vec()
+    } else {
+        args.workloads.split(',').map(str::trim).collect()
+    };
+    if let Some(w) = workloads.iter().find(|w| !all.contains(w)) {
+        return Err(CliError::Usage(format!(
+            "unknown workload {w:?}; known: {}",
+            all.join(", ")
+        )));
+    }
+
+    let (keys, values, raw_bytes) = load_keys(args)?;
+    if let Some(dir) = &args.read_phase_db {
+        return read_phase(args, dir, &keys, &values, raw_bytes);
+    }
+    let limits: Vec<(String, u64)> = args
+        .mem_limit
+        .split(',')
+        .map(|s| match s.trim() {
+            "none" | "unlimited" => Ok(("none".to_string(), 0)),
+            "half" => Ok(("half".to_string(), raw_bytes / 2)),
+            "fifth" => Ok(("fifth".to_string(), raw_bytes / 5)),
+            other => sys::parse_size(other)
+                .map(|b| (other.to_string(), b))
+                .map_err(CliError::Usage),
+        })
+        .collect::<Result<_, _>>()?;
+    eprintln!(
+        "pith bench db: {} ({} keys, {:.1} MB raw); engines {}; read threads {}",
+        args.dataset.display(),
+        keys.len(),
+        raw_bytes as f64 / 1e6,
+        engines.join(","),
+        args.threads
+    );
+    let base = match &args.dir {
+        Some(d) => d.join(format!("pith-bench-{}", std::process::id())),
+        None => std::env::temp_dir().join(format!("pith-bench-{}", std::process::id())),
+    };
+    std::fs::create_dir_all(&base).map_err(io(&base))?;
+    let result = run_engines(args, &engines, &workloads, raw_bytes, &limits, &base);
+    let _ = std::fs::remove_dir_all(&base);
+    let rows = result?;
+    report(args, &rows, raw_bytes)
+}
+
+fn run_engines(
+    args: &Args,
+    engines: &[String],
+    workloads: &[&str],
+    raw_bytes: u64,
+    limits: &[(String, u64)],
+    base: &std::path::Path,
+) -> Result<Vec<serde_json::Value>, CliError> {
+    let mut rows = Vec::new();
+    let fill_threads: &[usize] = if args.quick { &[1] } else { &[1, 3, 6] };
+    let mut fills: Vec<(&str, Order, usize)> = Vec::new();
+    if workloads.contains(&"fillseq") && !args.quick {
+        fills.push(("fillseq", Order::Sequential, 1));
+    }
+    if workloads.contains(&"fillrandom") {
+        fills.extend(
+            fill_threads
+                .iter()
+                .map(|&t| ("fillrandom", Order::Random, t)),
+        );
+    }
+    let reads = read_workloads(args);
+    // The read phase needs a loaded database even if no fill is reported.
+    if !reads.is_empty() && !fills.iter().any(|f| f.1 == Order::Random && f.2 == 1) {
+        fills.push(("load", Order::Random, 1));
+    }
+    let unlimited_cache = raw_bytes.max(8 << 20);
+    for name in engines {
+        let mut read_dir = None;
+        for (i, &(workload, order, threads)) in fills.iter().enumerate() {
+            let dir = base.join(format!("{name}-{i}"));
+            eprintln!("{name}: {workload} with {threads} threads");
+            let db = engine::open(name, &dir, unlimited_cache)?;
+            sys::reset_peak_rss();
+            let written = sys::write_bytes();
+            let mut outcome =
+                workload::fill(db.as_ref(), &args.dataset, order, threads, args.seed)?;
+            let t = std::time::Instant::now();
+            db.settle()?;
+            outcome.seconds += t.elapsed().as_secs_f64();
+            let settings = db.settings();
+            drop(db);
+            let write_amp = (sys::write_bytes() - written) as f64 / raw_bytes.max(1) as f64;
+            if workload != "load" {
+                let row = Row {
+                    engine: name.clone(),
+                    workload: workload.to_string(),
+                    threads,
+                    outcome,
+                    db_bytes: sys::dir_bytes(&dir),
+                    write_amp: Some(write_amp),
+                    peak_rss: sys::peak_rss_bytes(),
+                    mem_limit: 0,
+                    cache_bytes: unlimited_cache,
+                    settings,
+                };
+                rows.push(row.json(raw_bytes));
+            }
+            if read_dir.is_none() && order == Order::Random && threads == 1 {
+                read_dir = Some(dir);
+            } else {
+                let _ = std::fs::remove_dir_all(&dir);
+            }
+        }
+        let Some(dir) = read_dir else { continue };
+        for (limit_name, limit) in limits {
+            let cache = if *limit == 0 {
+                unlimited_cache
+            } else {
+                (limit / 4).max(1 << 20)
+            };
+            rows.extend(spawn_read_phase(
+                args, name, &dir, *limit, cache, limit_name,
+            )?);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    Ok(rows)
+}
+
+/// Runs one read phase in a child process and collects its rows.
+fn spawn_read_phase(
+    args: &Args,
+    name: &str,
+    dir: &std::path::Path,
+    limit: u64,
+    cache: u64,
+    limit_name: &str,
+) -> Result<Vec<serde_json::Value>, CliError> {
+    let exe = std::env::current_exe().map_err(io(std::path::Path::new("current executable")))?;
+    let mut cmd = std::process::Command::new(exe);
+    cmd.args([
+        "bench",
+        "db",
+        "--engines",
+        name,
+        "--workloads",
+        &args.workloads,
+        "--threads",
+        &args.threads.to_string(),
+    ])
+    .arg("--dataset")
+    .arg(&args.dataset)
+    .args([
+        "--duration",
+        &args.duration.to_string(),
+        "--seed",
+        &args.seed.to_string(),
+    ])
+    .arg("--read-phase-db")
+    .arg(dir)
+    .args([
+        "--read-phase-limit",
+        &limit.to_string(),
+        "--read-phase-cache",
+        &cache.to_string(),
+    ])
+    .stdout(std::process::Stdio::piped());
+    if let Some(ops) = args.ops {
+        cmd.args(["--ops", &ops.to_string()]);
+    }
+    if args.quick {
+        cmd.arg("--quick");
+    }
+    let child = cmd.spawn().map_err(io(dir))?;
+    let pid = child.id();
+    let out = child.wait_with_output().map_err(io(dir));
+    sys::remove_group_of(pid);
+    let out = out?;
+    let rows: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("ROW "))
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    if !out.status.success() {
+        eprintln!(
+            "{name}: the read phase with memory limit {limit_name} ended early ({}); {} workloads measured{}",
+            out.status,
+            rows.len(),
+            if limit > 0 { ", likely killed by the cgroup's out-of-memory killer" } else { "" }
+        );
+        let mut rows = rows;
+        rows.push(
+            serde_json::json!({"engine": name, "workload": "read phase", "mem_limit_bytes": limit,
+            "error": format!("child process ended: {}", out.status)}),
+        );
+        return Ok(rows);
+    }
+    Ok(rows)
+}
+
+fn report(args: &Args, rows: &[serde_json::Value], _raw_bytes: u64) -> Result<(), CliError> {
+    println!(
+        "{:<13} {:<11} {:>3} {:>9} {:>11} {:>9} {:>9} {:>9} {:>10} {:>9} {:>6} {:>8}",
+        "engine",
+        "workload",
+        "thr",
+        "limit MB",
+        "qps",
+        "mean us",
+        "p50 us",
+        "p99 us",
+        "p99.9 us",
+        "db MB",
+        "w-amp",
+        "rss MB"
+    );
+    for j in rows {
+        let f = |k: &str| j[k].as_f64().unwrap_or(0.0);
+        if let Some(e) = j["error"].as_str() {
+            println!("{:<13} {e}", j["engine"].as_str().unwrap_or("?"));
+            continue;
+        }
+        println!(
+            "{:<13} {:<11} {:>3} {:>9.1} {:>11.0} {:>9.1} {:>9.1} {:>9.1} {:>10.1} {:>9.2} {:>6} {:>8.1}",
+            j["engine"].as_str().unwrap_or("?"),
+            j["workload"].as_str().unwrap_or("?"),
+            f("threads"),
+            f("mem_limit_bytes") / 1e6,
+            f("qps"),
+            f("mean_us"),
+            f("p50_us"),
+            f("p99_us"),
+            f("p999_us"),
+            f("db_bytes") / 1e6,
+            j["write_amp"].as_f64().map_or("-".to_string(), |w| format!("{w:.2}")),
+            f("peak_rss_bytes") / 1e6
+        );
+    }
+    // Ratios of PithDB to each peer, workload by workload.
+    let key = |j: &serde_json::Value| {
+        (
+            j["workload"].to_string(),
+            j["threads"].to_string(),
+            j["mem_limit_bytes"].to_string(),
+        )
+    };
+    let engine = |j: &serde_json::Value| j["engine"].as_str().unwrap_or("").to_string();
+    let peers: std::collections::BTreeSet<String> =
+        rows.iter().map(engine).filter(|e| e != "pith").collect();
+    for peer in peers {
+        println!("pith / {peer}:");
+        for r in rows
+            .iter()
+            .filter(|r| engine(r) == "pith" && r["error"].is_null())
+        {
+            if let Some(p) = rows
+                .iter()
+                .find(|p| engine(p) == peer && key(p) == key(r) && p["error"].is_null())
+            {
+                let g = |x: &serde_json::Value, k: &str| x[k].as_f64().unwrap_or(0.0);
+                println!(
+                    "  {:<11} {} thr, limit {:>6.1} MB: qps {:.2}x, p99 {:.2}x, size {:.2}x",
+                    r["workload"].as_str().unwrap_or("?"),
+                    r["threads"],
+                    g(r, "mem_limit_bytes") / 1e6,
+                    g(r, "qps") / g(p, "qps").max(1e-9),
+                    g(r, "p99_us") / g(p, "p99_us").max(1e-9),
+                    g(r, "db_bytes") / g(p, "db_bytes").max(1.0)
+                );
+            }
+        }
+    }
+    std::fs::create_dir_all(&args.out).map_err(io(&args.out))?;
+    let path = args.out.join("results.jsonl");
+    let text: String = rows.iter().map(|j| format!("{j}\n")).collect();
+    std::fs::write(&path, &text).map_err(io(&path))?;
+    eprintln!("results: {}", path.display());
+    print!("{text}");
+    Ok(())
+}
