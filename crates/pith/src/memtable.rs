@@ -127,6 +127,9 @@ impl Memtable {
 
     /// The newest version of `key` visible at `snap`.
     pub(crate) fn get(&self, key: &[u8], snap: u64) -> Option<(u64, Vec<u8>)> {
+        if self.map.is_empty() {
+            return None;
+        }
         let probe = VersionKey {
             key: key.to_vec(),
             tag: max_tag(snap),

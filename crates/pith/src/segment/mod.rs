@@ -45,6 +45,8 @@ pub(crate) struct Segment {
     hist_starts: &'static [u64],
     bloom: Bloom<'static>,
     header: Header,
+    /// Twice the mean value length (capped), reserved before a decode.
+    typical_value: usize,
     /// File number.
     pub number: u64,
     path: PathBuf,
@@ -210,6 +212,7 @@ impl Segment {
                 above = tag_seq(t);
             }
         }
+        let typical_value = (2 * store.raw_bytes() / header.records.max(1)).min(1 << 16) as usize;
         Ok(Segment {
             trie,
             store,
@@ -218,6 +221,7 @@ impl Segment {
             hist_starts,
             bloom,
             file_bytes: bytes.len() as u64,
+            typical_value,
             header,
             number,
             path: path.to_path_buf(),
@@ -310,6 +314,8 @@ impl Segment {
         };
         let tag = self.tag(r);
         if tag_kind(tag) == Kind::Put {
+            // Room for a typical value up front, so decoding rarely regrows.
+            out.reserve(self.typical_value);
             self.value(r, out)?;
         }
         Ok(Some(tag))

@@ -192,7 +192,8 @@ mod peers {
 
     /// LMDB (a B+tree) through heed.
     pub struct Lmdb {
-        env: heed::Env,
+        /// `None` only while dropping.
+        env: Option<heed::Env>,
         db: heed::Database<heed::types::Bytes, heed::types::Bytes>,
     }
 
@@ -219,13 +220,29 @@ mod peers {
             let mut wtxn = env.write_txn().map_err(err)?;
             let db = env.create_database(&mut wtxn, None).map_err(err)?;
             wtxn.commit().map_err(err)?;
-            Ok(Lmdb { env, db })
+            Ok(Lmdb { env: Some(env), db })
+        }
+
+        fn env(&self) -> Result<&heed::Env, CliError> {
+            self.env
+                .as_ref()
+                .ok_or_else(|| err("LMDB environment already closed"))
+        }
+    }
+
+    impl Drop for Lmdb {
+        fn drop(&mut self) {
+            // Unmap now, not when heed's registry lets go, so the files can
+            // leave the page cache before the next phase.
+            if let Some(env) = self.env.take() {
+                env.prepare_for_closing().wait();
+            }
         }
     }
 
     impl Engine for Lmdb {
         fn put_batch(&self, batch: &[(Vec<u8>, Vec<u8>)]) -> Result<(), CliError> {
-            let mut wtxn = self.env.write_txn().map_err(err)?;
+            let mut wtxn = self.env()?.write_txn().map_err(err)?;
             for (k, v) in batch {
                 self.db.put(&mut wtxn, k, v).map_err(err)?;
             }
@@ -233,12 +250,12 @@ mod peers {
         }
 
         fn get(&self, key: &[u8]) -> Result<Option<usize>, CliError> {
-            let rtxn = self.env.read_txn().map_err(err)?;
+            let rtxn = self.env()?.read_txn().map_err(err)?;
             Ok(self.db.get(&rtxn, key).map_err(err)?.map(<[u8]>::len))
         }
 
         fn scan(&self, start: &[u8], n: usize) -> Result<usize, CliError> {
-            let rtxn = self.env.read_txn().map_err(err)?;
+            let rtxn = self.env()?.read_txn().map_err(err)?;
             let range = (std::ops::Bound::Included(start), std::ops::Bound::Unbounded);
             let mut got = 0;
             for kv in self.db.range(&rtxn, &range).map_err(err)?.take(n) {
@@ -249,7 +266,7 @@ mod peers {
         }
 
         fn settle(&self) -> Result<(), CliError> {
-            self.env.force_sync().map_err(err)
+            self.env()?.force_sync().map_err(err)
         }
 
         fn settings(&self) -> String {

@@ -3,8 +3,9 @@
 //!
 //! For each engine: fills (`fillseq`, `fillrandom` with 1, 3 and 6 threads)
 //! into fresh directories, each followed by the engine's full compaction,
-//! measuring throughput, bytes written to storage per user byte and the
-//! settled size; then, on the `fillrandom` (1 thread) database, the read
+//! measuring throughput (of the fill; the compaction's time is reported
+//! apart as `settle_seconds`), bytes written to storage per user byte
+//! (fill and compaction) and the settled size; then, on the `fillrandom` (1 thread) database, the read
 //! workloads under each memory limit: the engine is closed, its files are
 //! dropped from the page cache, the process enters a memory cgroup of the
 //! given size (page cache included), and the engine reopens with caches
@@ -16,6 +17,7 @@
 //! too small for an engine ends that phase (reported as killed) and not
 //! the whole run, and each phase's peak RSS is its own.
 
+mod charts;
 mod engine;
 mod sys;
 mod workload;
@@ -80,6 +82,11 @@ pub struct Args {
     read_phase_cache: u64,
 }
 
+/// Quantiles written as each row's latency CDF (`[quantile, us]` pairs).
+const CDF_QUANTILES: [f64; 16] = [
+    0.0, 0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 0.99, 0.999, 0.9999, 1.0,
+];
+
 /// One row of the results.
 struct Row {
     engine: String,
@@ -111,6 +118,7 @@ impl Row {
             "db_bytes": self.db_bytes, "write_amp": self.write_amp,
             "peak_rss_bytes": self.peak_rss, "mem_limit_bytes": self.mem_limit,
             "cache_bytes": self.cache_bytes, "settings": self.settings,
+            "cdf": CDF_QUANTILES.iter().map(|&q| [q, us(h.value_at_quantile(q) as f64)]).collect::<Vec<_>>(),
         })
     }
 }
@@ -348,11 +356,10 @@ fn run_engines(
             let db = engine::open(name, &dir, unlimited_cache)?;
             sys::reset_peak_rss();
             let written = sys::write_bytes();
-            let mut outcome =
-                workload::fill(db.as_ref(), &args.dataset, order, threads, args.seed)?;
+            let outcome = workload::fill(db.as_ref(), &args.dataset, order, threads, args.seed)?;
             let t = std::time::Instant::now();
             db.settle()?;
-            outcome.seconds += t.elapsed().as_secs_f64();
+            let settle_seconds = t.elapsed().as_secs_f64();
             let settings = db.settings();
             drop(db);
             let write_amp = (sys::write_bytes() - written) as f64 / raw_bytes.max(1) as f64;
@@ -369,7 +376,9 @@ fn run_engines(
                     cache_bytes: unlimited_cache,
                     settings,
                 };
-                rows.push(row.json(raw_bytes));
+                let mut j = row.json(raw_bytes);
+                j["settle_seconds"] = serde_json::json!(settle_seconds);
+                rows.push(j);
             }
             if read_dir.is_none() && order == Order::Random && threads == 1 {
                 read_dir = Some(dir);
@@ -384,13 +393,32 @@ fn run_engines(
             } else {
                 (limit / 4).max(1 << 20)
             };
-            rows.extend(spawn_read_phase(
-                args, name, &dir, *limit, cache, limit_name,
-            )?);
+            // Each phase starts from a copy of the settled database: the
+            // mixed workloads of one phase must not leave a log for the
+            // next phase to replay inside its memory limit.
+            let copy = base.join(format!("{name}-phase"));
+            copy_dir(&dir, &copy)?;
+            let phase = spawn_read_phase(args, name, &copy, *limit, cache, limit_name);
+            let _ = std::fs::remove_dir_all(&copy);
+            rows.extend(phase?);
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
     Ok(rows)
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) -> Result<(), CliError> {
+    std::fs::create_dir_all(to).map_err(io(to))?;
+    for e in std::fs::read_dir(from).map_err(io(from))? {
+        let e = e.map_err(io(from))?;
+        let target = to.join(e.file_name());
+        if e.file_type().map_err(io(from))?.is_dir() {
+            copy_dir(&e.path(), &target)?;
+        } else if e.file_name() != "LOCK" {
+            std::fs::copy(e.path(), &target).map_err(io(&target))?;
+        }
+    }
+    Ok(())
 }
 
 /// Runs one read phase in a child process and collects its rows.
@@ -540,7 +568,14 @@ fn report(args: &Args, rows: &[serde_json::Value], _raw_bytes: u64) -> Result<()
     let path = args.out.join("results.jsonl");
     let text: String = rows.iter().map(|j| format!("{j}\n")).collect();
     std::fs::write(&path, &text).map_err(io(&path))?;
-    eprintln!("results: {}", path.display());
+    let charts = charts::write(&args.out, rows).map_err(io(&args.out))?;
+    eprintln!(
+        "results: {} and {} charts ({}) in {}",
+        path.display(),
+        charts.len(),
+        charts.join(", "),
+        args.out.display()
+    );
     print!("{text}");
     Ok(())
 }
