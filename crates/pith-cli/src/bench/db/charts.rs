@@ -183,7 +183,7 @@ pub fn write(dir: &Path, rows: &[Value]) -> std::io::Result<Vec<String>> {
             let x0 = x(*t);
             let _ = writeln!(svg, "<line x1=\"{x0}\" x2=\"{x0}\" y1=\"{TOP}\" y2=\"{}\" stroke=\"#ddd\"/><text x=\"{x0}\" y=\"{}\" text-anchor=\"middle\">{t}</text>", H - BOTTOM, H - BOTTOM + 14.0);
         }
-        for q in [0.0, 0.5, 0.9, 0.99, 1.0] {
+        for q in [0.0, 0.5, 0.9, 1.0] {
             let _ = writeln!(
                 svg,
                 "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{q}</text>",

@@ -34,14 +34,31 @@ pub fn available() -> Vec<&'static str> {
 }
 
 /// Opens engine `name` in `dir`. `cache_bytes` sizes caches that an
-/// engine keeps beside the OS page cache (RocksDB's block cache).
-pub fn open(name: &str, dir: &Path, cache_bytes: u64) -> Result<Box<dyn Engine>, CliError> {
+/// engine keeps beside the OS page cache (RocksDB's block cache);
+/// `memtable_bytes` the write buffers (smaller under memory limits, so the
+/// mixed workloads fit).
+pub fn open(
+    name: &str,
+    dir: &Path,
+    cache_bytes: u64,
+    memtable_bytes: u64,
+) -> Result<Box<dyn Engine>, CliError> {
     match name {
-        "pith" => Ok(Box::new(Pith::open(dir)?)),
+        "pith" => Ok(Box::new(Pith::open(dir, memtable_bytes)?)),
         #[cfg(feature = "peers")]
-        "rocksdb" => Ok(Box::new(peers::Rocks::open(dir, cache_bytes, false)?)),
+        "rocksdb" => Ok(Box::new(peers::Rocks::open(
+            dir,
+            cache_bytes,
+            memtable_bytes,
+            false,
+        )?)),
         #[cfg(feature = "peers")]
-        "rocksdb-zstd" => Ok(Box::new(peers::Rocks::open(dir, cache_bytes, true)?)),
+        "rocksdb-zstd" => Ok(Box::new(peers::Rocks::open(
+            dir,
+            cache_bytes,
+            memtable_bytes,
+            true,
+        )?)),
         #[cfg(feature = "peers")]
         "lmdb" => Ok(Box::new(peers::Lmdb::open(dir)?)),
         other => {
@@ -54,15 +71,21 @@ pub fn open(name: &str, dir: &Path, cache_bytes: u64) -> Result<Box<dyn Engine>,
     }
 }
 
-/// PithDB with its default options.
+/// PithDB with its default options but the memtable size.
 struct Pith {
     db: pith::DB,
+    memtable_bytes: u64,
 }
 
 impl Pith {
-    fn open(dir: &Path) -> Result<Self, CliError> {
+    fn open(dir: &Path, memtable_bytes: u64) -> Result<Self, CliError> {
+        let options = pith::Options {
+            memtable_bytes: memtable_bytes as usize,
+            ..pith::Options::default()
+        };
         Ok(Pith {
-            db: pith::DB::open(dir, pith::Options::default())?,
+            db: pith::DB::open(dir, options)?,
+            memtable_bytes,
         })
     }
 }
@@ -97,7 +120,10 @@ impl Engine for Pith {
     }
 
     fn settings(&self) -> String {
-        "defaults: 64 MiB memtable, log without fsync, flush codec zstd-dict level 3, merge codec by trial, 10-bit Bloom filters, no cache beyond the OS page cache".into()
+        format!(
+            "defaults but a {} MiB memtable: log without fsync, flush codec zstd-dict level 3, merge codec by trial, 10-bit Bloom filters, no cache beyond the OS page cache",
+            self.memtable_bytes >> 20
+        )
     }
 }
 
@@ -119,13 +145,18 @@ mod peers {
     }
 
     impl Rocks {
-        pub fn open(dir: &Path, cache_bytes: u64, zstd: bool) -> Result<Self, CliError> {
+        pub fn open(
+            dir: &Path,
+            cache_bytes: u64,
+            memtable_bytes: u64,
+            zstd: bool,
+        ) -> Result<Self, CliError> {
             let mut opts = rocksdb::Options::default();
             opts.create_if_missing(true);
             opts.set_compaction_style(rocksdb::DBCompactionStyle::Level);
             opts.increase_parallelism(2);
             opts.set_max_background_jobs(2);
-            opts.set_write_buffer_size(64 << 20);
+            opts.set_write_buffer_size(memtable_bytes as usize);
             opts.set_level_compaction_dynamic_level_bytes(true);
             let (block, codec) = if zstd {
                 (16 << 10, rocksdb::DBCompressionType::Zstd)
@@ -144,10 +175,11 @@ mod peers {
             opts.set_block_based_table_factory(&table);
             let db = rocksdb::DB::open(&opts, dir).map_err(err)?;
             let settings = format!(
-                "leveled compaction, {} KiB blocks, {}, 10-bit Bloom filters, {} MiB block cache (index and filters in it), 64 MiB memtable, WAL without fsync",
+                "leveled compaction, {} KiB blocks, {}, 10-bit Bloom filters, {} MiB block cache (index and filters in it), {} MiB memtable, WAL without fsync",
                 block >> 10,
                 if zstd { "zstd" } else { "snappy" },
-                cache_bytes.max(1 << 20) >> 20
+                cache_bytes.max(1 << 20) >> 20,
+                memtable_bytes >> 20
             );
             Ok(Rocks { db, settings })
         }

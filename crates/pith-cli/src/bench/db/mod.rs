@@ -209,7 +209,12 @@ fn read_phase(
         None
     };
     let effective = guard.as_ref().map_or(0, |g| g.bytes);
-    let db = engine::open(name, dir, args.read_phase_cache)?;
+    let memtable = if limit > 0 {
+        (limit / 8).clamp(1 << 20, 64 << 20)
+    } else {
+        64 << 20
+    };
+    let db = engine::open(name, dir, args.read_phase_cache, memtable)?;
     for (workload, kind) in read_workloads(args) {
         eprintln!(
             "{name}: {workload}, {} threads, memory limit {}",
@@ -353,7 +358,7 @@ fn run_engines(
         for (i, &(workload, order, threads)) in fills.iter().enumerate() {
             let dir = base.join(format!("{name}-{i}"));
             eprintln!("{name}: {workload} with {threads} threads");
-            let db = engine::open(name, &dir, unlimited_cache)?;
+            let db = engine::open(name, &dir, unlimited_cache, 64 << 20)?;
             sys::reset_peak_rss();
             let written = sys::write_bytes();
             let outcome = workload::fill(db.as_ref(), &args.dataset, order, threads, args.seed)?;
