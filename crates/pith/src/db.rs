@@ -165,12 +165,15 @@ impl Inner {
         let source = MemSource::new(mem, &snapshots, bottommost);
         let number = self.new_file_number();
         let path = self.file(number, "seg");
-        let built = write_segment(
-            &path,
-            &source,
-            &self.options.flush_zip,
-            self.options.bloom_bits_per_key,
-        )?;
+        // A small memtable gets a proportionally small training sample:
+        // dictionary training needs several times its sample in memory,
+        // which must not dwarf the memtable it builds.
+        let mut zip = self.options.flush_zip.clone();
+        zip.sample_bytes = zip
+            .sample_bytes
+            .min(self.options.memtable_bytes / 4)
+            .max(64 << 10);
+        let built = write_segment(&path, &source, &zip, self.options.bloom_bits_per_key)?;
         match built {
             true => {
                 manifest::sync_dir(&self.dir)?;
