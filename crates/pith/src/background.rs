@@ -36,7 +36,8 @@ use crate::segment::Segment;
 
 enum Job {
     Flush(Arc<Memtable>),
-    Merge(Range<usize>, bool),
+    /// A window; for a full compaction, the request count it satisfies.
+    Merge(Range<usize>, Option<u64>),
 }
 
 /// Picks the window to merge, if any.
@@ -69,12 +70,15 @@ fn next_job(inner: &Inner) -> Option<Job> {
                     inner.bg_cv.notify_all();
                     continue;
                 }
-                return Some(Job::Merge(0..st.segments.len(), true));
+                return Some(Job::Merge(
+                    0..st.segments.len(),
+                    Some(bg.compactions_requested),
+                ));
             }
             let sizes: Vec<u64> = st.segments.iter().map(|s| s.file_bytes()).collect();
             let o = &inner.options;
             if let Some(w) = pick_merge(&sizes, o.merge_trigger, o.max_merge_width) {
-                return Some(Job::Merge(w, false));
+                return Some(Job::Merge(w, None));
             }
         }
         bg = inner.bg_cv.wait(bg).unwrap_or_else(|p| p.into_inner());
@@ -87,9 +91,10 @@ pub(crate) fn run(inner: &Inner) {
         let result = match job {
             Job::Flush(mem) => flush(inner, &mem),
             Job::Merge(window, full) => merge(inner, window).map(|()| {
-                if full {
+                // Only the requests made before this merge started are done.
+                if let Some(requested) = full {
                     let mut bg = lock(&inner.bg);
-                    bg.compactions_done = bg.compactions_requested;
+                    bg.compactions_done = bg.compactions_done.max(requested);
                 }
             }),
         };

@@ -84,6 +84,13 @@ impl Inner {
         self.state.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// The state and the published sequence number, read under one lock so
+    /// a bulk load (which changes both under the write lock) is seen whole.
+    pub(crate) fn view(&self) -> (Arc<State>, u64) {
+        let guard = self.state.read().unwrap_or_else(|p| p.into_inner());
+        (guard.clone(), self.last_seq.load(Ordering::Acquire))
+    }
+
     pub(crate) fn set_state(&self, f: impl FnOnce(&State) -> State) {
         let mut guard = self.state.write().unwrap_or_else(|p| p.into_inner());
         let next = f(&guard);
@@ -353,6 +360,7 @@ impl DB {
         // Replay the logs into one memtable.
         let recovered = Memtable::new(0);
         let mut last_seq = m.last_seq;
+        let mut torn = Vec::new();
         for &n in &wals {
             let path = dir.join(format!("{n:06}.wal"));
             let r = wal::replay(&path, |seq, op| {
@@ -361,6 +369,9 @@ impl DB {
                 }
             })?;
             last_seq = last_seq.max(r.last_seq);
+            if r.torn_bytes > 0 {
+                torn.push(n);
+            }
         }
         let wal_number = m.next_file;
         m.next_file += 1;
@@ -408,7 +419,14 @@ impl DB {
             });
         }
         for n in wals {
-            let _ = std::fs::remove_file(dir.join(format!("{n:06}.wal")));
+            let path = dir.join(format!("{n:06}.wal"));
+            if torn.contains(&n) {
+                // Keep a log that ended in a torn tail for inspection: a
+                // damaged length field reads as a tear too.
+                let _ = std::fs::rename(&path, dir.join(format!("{n:06}.wal.torn")));
+            } else {
+                let _ = std::fs::remove_file(path);
+            }
         }
         for p in stray {
             let _ = std::fs::remove_file(p);
@@ -426,8 +444,7 @@ impl DB {
 
     /// The value of `key`, or `None`.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
-        let st = self.inner.current();
-        let snap = self.inner.last_seq.load(Ordering::Acquire);
+        let (st, snap) = self.inner.view();
         self.inner.get_in(&st, key.as_ref(), snap)
     }
 
@@ -451,8 +468,7 @@ impl DB {
     /// A two-way iterator over the current state (unpositioned: call a
     /// seek first).
     pub fn iter(&self) -> DbIterator {
-        let st = self.inner.current();
-        let snap = self.inner.last_seq.load(Ordering::Acquire);
+        let (st, snap) = self.inner.view();
         self.inner.iter_in(&st, snap)
     }
 
@@ -482,8 +498,7 @@ impl DB {
     /// memtables are scanned.
     pub fn search(&self, pattern: &str, limit: usize) -> Result<Vec<Vec<u8>>> {
         let re = pith_trie::KeyRegex::new(pattern).map_err(|e| Error::Regex(e.to_string()))?;
-        let st = self.inner.current();
-        let snap = self.inner.last_seq.load(Ordering::Acquire);
+        let (st, snap) = self.inner.view();
         let mut best: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
         let mut offer = |key: &[u8], tag: u64| match best.get_mut(key) {
             Some(t) => *t = (*t).max(tag),

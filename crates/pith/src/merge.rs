@@ -114,7 +114,7 @@ impl MergeSource {
 
 impl GroupSource for MergeSource {
     fn groups(&self) -> Box<dyn Iterator<Item = Result<Group>> + '_> {
-        let mut heads: Vec<pith_trie::Keys<'_, 'static>> =
+        let mut heads: Vec<pith_trie::Keys<'_, '_>> =
             self.segments.iter().map(|s| s.trie().iter()).collect();
         let mut current: Vec<Option<(u64, Vec<u8>)>> = heads.iter_mut().map(|h| h.next()).collect();
         Box::new(std::iter::from_fn(move || loop {

@@ -28,6 +28,8 @@ use crate::error::{Error, Result};
 pub(crate) const MAGIC: &[u8; 8] = b"PITHWAL\0";
 pub(crate) const VERSION: u32 = 1;
 pub(crate) const HEADER: usize = 16;
+/// Sequence numbers stay below this (they share a 64-bit tag with a kind).
+pub(crate) const MAX_SEQ: u64 = 1 << 56;
 /// Largest payload a record may claim (a batch of up to 1 GiB).
 pub(crate) const MAX_RECORD: usize = 1 << 30;
 
@@ -201,6 +203,17 @@ pub(crate) fn replay_bytes(
                 "WAL record has a valid checksum but is not a well-formed write batch",
             ));
         };
+        let last = parsed.seq.checked_add(parsed.ops.len() as u64);
+        if parsed.seq == 0 || last.is_none_or(|l| l > MAX_SEQ) {
+            return Err(Error::corrupt(
+                path,
+                pos as u64,
+                format!(
+                    "WAL record has an impossible sequence number {}",
+                    parsed.seq
+                ),
+            ));
+        }
         for (i, op) in parsed.ops.iter().enumerate() {
             apply(parsed.seq + i as u64, op);
         }

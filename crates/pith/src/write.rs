@@ -99,7 +99,12 @@ impl Inner {
         let wal = WalWriter::create(&self.file(number, "wal"))?;
         manifest::sync_dir(&self.dir)?;
         let mut old = std::mem::replace(&mut *lock(&self.wal), wal);
-        old.sync()?;
+        if let Err(e) = old.sync() {
+            // A failed fsync may have dropped acknowledged writes; a retry
+            // can report success falsely. Accept no more writes.
+            self.poison(&e);
+            return Err(e);
+        }
         self.set_state(|st| State {
             mem: Arc::new(Memtable::new(number)),
             frozen: st.frozen.iter().cloned().chain([st.mem.clone()]).collect(),
@@ -367,12 +372,16 @@ impl DB {
             m.last_seq = seq;
             m.write(&inner.dir)?;
         }
-        inner.set_state(|st| State {
-            mem: st.mem.clone(),
-            frozen: st.frozen.clone(),
-            segments: st.segments.iter().cloned().chain([segment]).collect(),
+        // Publish the segment and its sequence number together, under the
+        // state lock, so no reader or snapshot sees one without the other.
+        inner.set_state(|st| {
+            inner.last_seq.store(seq, Ordering::Release);
+            State {
+                mem: st.mem.clone(),
+                frozen: st.frozen.clone(),
+                segments: st.segments.iter().cloned().chain([segment]).collect(),
+            }
         });
-        inner.last_seq.store(seq, Ordering::Release);
         let _bg = lock(&inner.bg);
         inner.bg_cv.notify_all();
         Ok(source.records.len() as u64)

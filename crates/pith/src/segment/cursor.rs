@@ -29,7 +29,7 @@ impl SegmentCursor {
         // exists; the segment is immutable and never moves, and `cursor` is
         // declared before `segment` so it is dropped first.
         let trie: &'static pith_trie::Trie<'static> =
-            unsafe { &*(segment.trie() as *const pith_trie::Trie<'static>) };
+            unsafe { &*std::ptr::from_ref(segment.trie()).cast::<pith_trie::Trie<'static>>() };
         SegmentCursor {
             cursor: trie.cursor(),
             record: None,

@@ -123,6 +123,15 @@ impl Segment {
             HeaderError::Checksum { stored, computed } => corrupt(176, format!("segment header checksum mismatch (stored {stored:#010x}, computed {computed:#010x})")),
             HeaderError::Reserved => corrupt(12, "reserved header fields are not zero".into()),
         })?;
+        if header.min_seq > header.max_seq || header.max_seq >= crate::wal::MAX_SEQ {
+            return Err(corrupt(
+                32,
+                format!(
+                    "impossible sequence range {}..={}",
+                    header.min_seq, header.max_seq
+                ),
+            ));
+        }
         let mut sections: [&'static [u8]; SECTIONS] = [&[]; SECTIONS];
         let mut end = HEADER_BYTES as u64;
         for (i, s) in header.sections.iter().enumerate() {
@@ -250,7 +259,7 @@ impl Segment {
         self.file_bytes
     }
 
-    pub(crate) fn trie(&self) -> &Trie<'static> {
+    pub(crate) fn trie(&self) -> &Trie<'_> {
         &self.trie
     }
 
