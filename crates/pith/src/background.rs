@@ -31,7 +31,7 @@ use crate::db::{entry_of, lock, Inner, State};
 use crate::error::{Error, Result};
 use crate::memtable::Memtable;
 use crate::merge::MergeSource;
-use crate::segment::writer::write_segment;
+use crate::options::Options;
 use crate::segment::Segment;
 
 enum Job {
@@ -51,6 +51,12 @@ pub(crate) fn pick_merge(sizes: &[u64], trigger: usize, width: usize) -> Option<
     (0..=sizes.len() - m)
         .min_by_key(|&i| sizes[i..i + m].iter().sum::<u64>())
         .map(|i| i..i + m)
+}
+
+/// The window the merge policy would merge now in `st`, if any.
+pub(crate) fn merge_due(st: &State, o: &Options) -> Option<Range<usize>> {
+    let sizes: Vec<u64> = st.segments.iter().map(|s| s.file_bytes()).collect();
+    pick_merge(&sizes, o.merge_trigger, o.max_merge_width)
 }
 
 fn next_job(inner: &Inner) -> Option<Job> {
@@ -75,9 +81,7 @@ fn next_job(inner: &Inner) -> Option<Job> {
                     Some(bg.compactions_requested),
                 ));
             }
-            let sizes: Vec<u64> = st.segments.iter().map(|s| s.file_bytes()).collect();
-            let o = &inner.options;
-            if let Some(w) = pick_merge(&sizes, o.merge_trigger, o.max_merge_width) {
+            if let Some(w) = merge_due(&st, &inner.options) {
                 return Some(Job::Merge(w, None));
             }
         }
@@ -147,21 +151,7 @@ fn merge(inner: &Inner, window: Range<usize>) -> Result<()> {
     let inputs: Vec<Arc<Segment>> = st.segments[window.clone()].to_vec();
     let bottommost = window.start == 0;
     let source = MergeSource::new(inputs.clone(), inner.snapshot_list(), bottommost);
-    let number = inner.new_file_number();
-    let path = inner.file(number, "seg");
-    let built = write_segment(
-        &path,
-        &source,
-        &inner.options.merge_zip,
-        inner.options.bloom_bits_per_key,
-    )?;
-    let output = match built {
-        true => {
-            crate::manifest::sync_dir(&inner.dir)?;
-            Some(Arc::new(Segment::open(&path, number)?))
-        }
-        false => None,
-    };
+    let output = inner.build_segment(&source, &inner.options.merge_zip)?;
     let numbers: Vec<u64> = inputs.iter().map(|s| s.number).collect();
     {
         let mut m = lock(&inner.manifest);

@@ -34,7 +34,7 @@ use crate::memtable::{tag_kind, Memtable};
 use crate::merge::MemSource;
 use crate::options::Options;
 use crate::segment::cursor::SegmentCursor;
-use crate::segment::writer::write_segment;
+use crate::segment::writer::{write_segment, GroupSource};
 use crate::segment::{Segment, SegmentInfo};
 use crate::wal::{self, WalWriter};
 use crate::write::Queue;
@@ -170,8 +170,6 @@ impl Inner {
     ) -> Result<Option<Arc<Segment>>> {
         let snapshots = self.snapshot_list();
         let source = MemSource::new(mem, &snapshots, bottommost);
-        let number = self.new_file_number();
-        let path = self.file(number, "seg");
         // A small memtable gets a proportionally small training sample:
         // dictionary training needs several times its sample in memory,
         // which must not dwarf the memtable it builds.
@@ -180,14 +178,23 @@ impl Inner {
             .sample_bytes
             .min(self.options.memtable_bytes / 4)
             .max(64 << 10);
-        let built = write_segment(&path, &source, &zip, self.options.bloom_bits_per_key)?;
-        match built {
-            true => {
-                manifest::sync_dir(&self.dir)?;
-                Ok(Some(Arc::new(Segment::open(&path, number)?)))
-            }
-            false => Ok(None),
+        self.build_segment(&source, &zip)
+    }
+
+    /// Writes a new segment file from `source` and opens it; `None` (and no
+    /// file) when the source yields nothing. The caller installs it.
+    pub(crate) fn build_segment(
+        &self,
+        source: &dyn GroupSource,
+        zip: &pith_zip::Options,
+    ) -> Result<Option<Arc<Segment>>> {
+        let number = self.new_file_number();
+        let path = self.file(number, "seg");
+        if !write_segment(&path, source, zip, self.options.bloom_bits_per_key)? {
+            return Ok(None);
         }
+        manifest::sync_dir(&self.dir)?;
+        Ok(Some(Arc::new(Segment::open(&path, number)?)))
     }
 }
 
@@ -545,12 +552,8 @@ impl DB {
     pub fn settle(&self) -> Result<()> {
         self.flush()?;
         let o = &self.inner.options;
-        self.inner.wait_for(|st, _| {
-            let sizes: Vec<u64> = st.segments.iter().map(|s| s.file_bytes()).collect();
-            st.frozen.is_empty()
-                && crate::background::pick_merge(&sizes, o.merge_trigger, o.max_merge_width)
-                    .is_none()
-        })
+        self.inner
+            .wait_for(|st, _| st.frozen.is_empty() && crate::background::merge_due(st, o).is_none())
     }
 
     /// Flushes, then merges all segments into one, dropping every version

@@ -29,8 +29,7 @@ use crate::error::{Error, Result};
 use crate::manifest;
 use crate::memtable::{tag, Memtable};
 use crate::options::WriteOptions;
-use crate::segment::writer::{write_segment, Group, GroupSource, ValueRef};
-use crate::segment::Segment;
+use crate::segment::writer::{Group, GroupSource, ValueRef};
 use crate::wal::WalWriter;
 
 /// Largest group one leader commits.
@@ -353,19 +352,9 @@ impl DB {
             records: deduped,
             tag: tag(seq, Kind::Put),
         };
-        let number = inner.new_file_number();
-        let path = inner.file(number, "seg");
-        let built = write_segment(
-            &path,
-            &source,
-            &inner.options.merge_zip,
-            inner.options.bloom_bits_per_key,
-        )?;
-        if !built {
+        let Some(segment) = inner.build_segment(&source, &inner.options.merge_zip)? else {
             return Ok(0);
-        }
-        manifest::sync_dir(&inner.dir)?;
-        let segment = Arc::new(Segment::open(&path, number)?);
+        };
         {
             let mut m = lock(&inner.manifest);
             m.segments.push(entry_of(&segment));
