@@ -367,3 +367,42 @@ fn malformed_zstd_dictionary_is_an_error() {
         }
     }
 }
+
+#[test]
+fn global_dictionary_grows_with_the_input() {
+    // 20,000 records of ~100 bytes: 2 MB, so a divisor of 16 allows
+    // ~125 KiB of dictionary where no divisor allows the whole sample half.
+    let records = text_records(20_000);
+    let model = |divisor| {
+        let o = Options {
+            codec: CodecChoice::Force(Codec::Global),
+            global_dict_divisor: divisor,
+            ..Options::default()
+        };
+        let (bytes, stats) = build_to_vec(&records, &o).unwrap();
+        let words = aligned(&bytes);
+        let store = Store::open(view(&words, bytes.len())).unwrap();
+        let mut out = Vec::new();
+        store.get(12_345, &mut out).unwrap();
+        assert_eq!(out, records[12_345]);
+        (stats.raw_bytes, stats.dict_bytes)
+    };
+    let (raw, capped) = model(16);
+    let (_, uncapped) = model(0);
+    assert!(capped < uncapped, "{capped} vs {uncapped}");
+    // The model section stores the dictionary compressed; its raw size is
+    // at most raw/16 plus the copied hot bytes (a quarter more).
+    assert!(capped <= raw / 16 * 5 / 4 + 4096, "{capped} for {raw}");
+}
+
+#[test]
+fn zstd_dictionary_trains_on_small_and_large_samples() {
+    for n in [200, 20_000] {
+        let records = text_records(n);
+        let material: Vec<&[u8]> = records.iter().map(|r| r.as_slice()).collect();
+        let dict = crate::builder::train_fastcover(&material, 16 << 10).unwrap();
+        assert!(!dict.is_empty() && dict.len() <= 16 << 10, "{}", dict.len());
+    }
+    // Too little material: no dictionary, no error.
+    assert!(crate::builder::train_fastcover(&[b"ab".as_slice()], 1024).is_none());
+}

@@ -188,9 +188,10 @@ impl Inner {
         source: &dyn GroupSource,
         zip: &pith_zip::Options,
     ) -> Result<Option<Arc<Segment>>> {
+        let zip = self.options.within_build_budget(zip);
         let number = self.new_file_number();
         let path = self.file(number, "seg");
-        if !write_segment(&path, source, zip, self.options.bloom_bits_per_key)? {
+        if !write_segment(&path, source, &zip, self.options.bloom_bits_per_key)? {
             return Ok(None);
         }
         manifest::sync_dir(&self.dir)?;

@@ -39,6 +39,25 @@ pub struct Options {
     /// Bulk loads sort and build this many bytes of input per segment;
     /// default 256 MiB (their memory bound, about twice this).
     pub bulk_chunk_bytes: usize,
+    /// Approximate memory one segment build (flush, merge or bulk-load
+    /// chunk, beyond the chunk itself) may use; default `None`: the record
+    /// store's defaults, about 70 MiB for a large merge. A budget shrinks
+    /// the training sample to a quarter of it and the global dictionary to
+    /// a thirty-second (its hash chains take twelve times its size), at
+    /// some cost in compression; for memory-limited deployments.
+    pub build_memory_bytes: Option<usize>,
+}
+
+impl Options {
+    /// `zip` shrunk to fit [`Options::build_memory_bytes`].
+    pub(crate) fn within_build_budget(&self, zip: &pith_zip::Options) -> pith_zip::Options {
+        let mut zip = zip.clone();
+        if let Some(budget) = self.build_memory_bytes {
+            zip.sample_bytes = zip.sample_bytes.min(budget / 4).max(64 << 10);
+            zip.global_dict_bytes = zip.global_dict_bytes.min(budget / 32).max(16 << 10);
+        }
+        zip
+    }
 }
 
 impl Default for Options {
@@ -61,6 +80,7 @@ impl Default for Options {
             merge_zip: pith_zip::Options::default(),
             bloom_bits_per_key: 10,
             bulk_chunk_bytes: 256 << 20,
+            build_memory_bytes: None,
         }
     }
 }

@@ -189,3 +189,32 @@ fn bulk_load_then_search_and_prefix() {
     assert_eq!(found.len(), 7, "{found:?}");
     assert_eq!(db.prefix(b"pkg012").count(), 10);
 }
+
+#[test]
+fn a_build_memory_budget_still_builds_every_segment_kind() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = Options {
+        build_memory_bytes: Some(256 << 10),
+        ..common::small()
+    };
+    let db = DB::open(dir.path(), options.clone()).unwrap();
+    let value = |i: u32| {
+        format!(
+            "Package: lib{i}\nVersion: {}.{}\nDepends: libc6\n",
+            i % 9,
+            i % 31
+        )
+    };
+    for i in 0..3000u32 {
+        db.put(format!("k{i:05}").as_bytes(), value(i).as_bytes())
+            .unwrap();
+    }
+    db.compact().unwrap();
+    db.close().unwrap();
+    let db = DB::open(dir.path(), options).unwrap();
+    for i in (0..3000u32).step_by(7) {
+        let got = db.get(format!("k{i:05}").as_bytes()).unwrap();
+        assert_eq!(got.as_deref(), Some(value(i).as_bytes()), "k{i:05}");
+    }
+    db.verify().unwrap();
+}

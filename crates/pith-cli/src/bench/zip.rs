@@ -43,6 +43,9 @@ pub struct Args {
     /// Largest dictionary of PithDB's global codec, in MiB.
     #[arg(long, default_value_t = 8)]
     global_dict_mib: usize,
+    /// Hash-chain candidates PithDB's global codec examines per position.
+    #[arg(long, default_value_t = pith_zip::Options::default().global_depth)]
+    global_depth: usize,
     /// Skip the whole-input zstd-19 ceiling (slow on large inputs).
     #[arg(long)]
     no_ceiling: bool,
@@ -297,6 +300,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         zstd_level: args.level,
         sample_bytes: args.sample_mib << 20,
         global_dict_bytes: args.global_dict_mib << 20,
+        global_depth: args.global_depth,
         ..pith_zip::Options::default()
     };
     let want = |key: &str| args.stores.iter().any(|s| s == key);

@@ -80,9 +80,15 @@ impl DictIndex {
     }
 
     /// Calls `f(position, length)` for up to `depth` dictionary positions
-    /// whose match with `s` is at least `HASH_LEN` long, front first.
+    /// whose match with `s` is at least `HASH_LEN` long, front first, until
+    /// `f` returns false.
     #[inline]
-    pub(crate) fn candidates(&self, s: &[u8], depth: usize, mut f: impl FnMut(usize, usize)) {
+    pub(crate) fn candidates(
+        &self,
+        s: &[u8],
+        depth: usize,
+        mut f: impl FnMut(usize, usize) -> bool,
+    ) {
         if s.len() < HASH_LEN {
             return;
         }
@@ -91,8 +97,8 @@ impl DictIndex {
         while p != NONE && seen < depth {
             let at = p as usize;
             let len = common_prefix(s, &self.dict[at..]);
-            if len >= HASH_LEN {
-                f(at, len);
+            if len >= HASH_LEN && !f(at, len) {
+                return;
             }
             seen += 1;
             p = self.chain[at];
@@ -142,14 +148,15 @@ impl LocalIndex {
     }
 
     /// Calls `f(distance, length)` for up to `depth` earlier positions of
-    /// `record` matching at `at` for at least `HASH_LEN` bytes.
+    /// `record` matching at `at` for at least `HASH_LEN` bytes, until `f`
+    /// returns false.
     #[inline]
     pub(crate) fn candidates(
         &self,
         record: &[u8],
         at: usize,
         depth: usize,
-        mut f: impl FnMut(usize, usize),
+        mut f: impl FnMut(usize, usize) -> bool,
     ) {
         if record.len() - at < HASH_LEN {
             return;
@@ -160,8 +167,8 @@ impl LocalIndex {
             let from = p as usize;
             if from < at {
                 let len = common_prefix(&record[at..], &record[from..]);
-                if len >= HASH_LEN {
-                    f(at - from, len);
+                if len >= HASH_LEN && !f(at - from, len) {
+                    return;
                 }
             }
             seen += 1;
@@ -179,7 +186,10 @@ mod tests {
         let dict = b"Package: libfoo\nVersion: 1.2.3\nPackage: libbar\n";
         let idx = DictIndex::new(dict.to_vec());
         let mut found = Vec::new();
-        idx.candidates(b"Package: libbar\nX", 8, |p, l| found.push((p, l)));
+        idx.candidates(b"Package: libbar\nX", 8, |p, l| {
+            found.push((p, l));
+            true
+        });
         assert!(found.contains(&(31, 16)), "{found:?}");
 
         let record = b"abcdefgh-abcdefgh";
@@ -187,7 +197,10 @@ mod tests {
         local.reset(record.len());
         local.insert_upto(record, 9);
         let mut found = Vec::new();
-        local.candidates(record, 9, 4, |d, l| found.push((d, l)));
+        local.candidates(record, 9, 4, |d, l| {
+            found.push((d, l));
+            true
+        });
         assert_eq!(found, vec![(9, 8)]);
     }
 

@@ -299,11 +299,16 @@ fn zerr(code: usize) -> Error {
     Error::Zstd(zstd_safe::get_error_name(code).to_string())
 }
 
+/// zstd level of the stored dictionary. Measured on an 8 MiB Debian
+/// dictionary: level 19 takes 3.4 s for 1.76 MB, level 16 1.5 s for
+/// 1.80 MB; the 2 s saved on every build are worth 0.4% of the store.
+const DICT_LEVEL: i32 = 16;
+
 fn compress_dict(dict: &[u8]) -> Result<Vec<u8>> {
     let mut cctx = zstd_safe::CCtx::create();
     let window = (usize::BITS - dict.len().max(1 << 10).leading_zeros()).clamp(10, 30);
     for p in [
-        CParameter::CompressionLevel(19),
+        CParameter::CompressionLevel(DICT_LEVEL),
         CParameter::WindowLog(window),
         CParameter::EnableLongDistanceMatching(true),
     ] {

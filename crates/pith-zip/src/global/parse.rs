@@ -58,6 +58,9 @@ impl Prices {
     }
 }
 
+/// A match at least this long ends the search at its position.
+const SUFFICIENT: usize = 64;
+
 #[derive(Clone, Copy)]
 struct Candidate {
     len: u64,
@@ -115,12 +118,22 @@ impl Parser {
         };
         // The dictionary position that continues the last dictionary match.
         let predicted = st.cursor + (p - st.lit_start) as u64;
+        let mut longest = 0;
         if let Some(tail) = dict.get(predicted as usize..) {
-            offer(common_prefix(rest, tail), Source::Near(0));
+            longest = common_prefix(rest, tail);
+            offer(longest, Source::Near(0));
         }
         if st.last_dist > 0 && st.last_dist as usize <= p {
             let from = p - st.last_dist as usize;
-            offer(common_prefix(rest, &rec[from..]), Source::LocalRepeat);
+            let len = common_prefix(rest, &rec[from..]);
+            longest = longest.max(len);
+            offer(len, Source::LocalRepeat);
+        }
+        // A match this long from the two cheapest sources is taken without
+        // searching: a chain candidate would have to be longer still to
+        // win, and it rarely is on record data.
+        if longest >= SUFFICIENT {
+            return best;
         }
         self.index.candidates(rest, self.depth, |at, len| {
             let delta = at as i64 - predicted as i64;
@@ -128,6 +141,7 @@ impl Parser {
                 offer(len, Source::Near(delta));
             }
             offer(len, Source::At(at as u64));
+            len < SUFFICIENT
         });
         self.local.insert_upto(rec, p);
         self.local
@@ -138,6 +152,7 @@ impl Parser {
                     Source::Local(dist as u64)
                 };
                 offer(len, source);
+                len < SUFFICIENT
             });
         best
     }

@@ -36,15 +36,20 @@ pub fn available() -> Vec<&'static str> {
 /// Opens engine `name` in `dir`. `cache_bytes` sizes caches that an
 /// engine keeps beside the OS page cache (RocksDB's block cache);
 /// `memtable_bytes` the write buffers (smaller under memory limits, so the
-/// mixed workloads fit).
+/// mixed workloads fit); `limited` says a memory limit is in force.
 pub fn open(
     name: &str,
     dir: &Path,
     cache_bytes: u64,
     memtable_bytes: u64,
+    limited: bool,
 ) -> Result<Box<dyn Engine>, CliError> {
     match name {
-        "pith" => Ok(Box::new(Pith::open(dir, memtable_bytes)?)),
+        "pith" => Ok(Box::new(Pith::open(
+            dir,
+            limited.then_some(cache_bytes),
+            memtable_bytes,
+        )?)),
         #[cfg(feature = "peers")]
         "rocksdb" => Ok(Box::new(peers::Rocks::open(
             dir,
@@ -71,21 +76,28 @@ pub fn open(
     }
 }
 
-/// PithDB with its default options but the memtable size.
+/// PithDB with its default options but the memtable size and, under a
+/// memory limit, a segment-build budget the size of a peer's block cache
+/// (PithDB keeps no block cache; the budget is the memory it may use
+/// beside the page cache, as the block cache is RocksDB's).
 struct Pith {
     db: pith::DB,
     memtable_bytes: u64,
+    build_budget: Option<usize>,
 }
 
 impl Pith {
-    fn open(dir: &Path, memtable_bytes: u64) -> Result<Self, CliError> {
+    fn open(dir: &Path, budget: Option<u64>, memtable_bytes: u64) -> Result<Self, CliError> {
+        let build_budget = budget.map(|b| b as usize);
         let options = pith::Options {
             memtable_bytes: memtable_bytes as usize,
+            build_memory_bytes: build_budget,
             ..pith::Options::default()
         };
         Ok(Pith {
             db: pith::DB::open(dir, options)?,
             memtable_bytes,
+            build_budget,
         })
     }
 }
@@ -120,8 +132,12 @@ impl Engine for Pith {
     }
 
     fn settings(&self) -> String {
+        let budget = match self.build_budget {
+            Some(b) => format!(", segment builds within {} MiB", b >> 20),
+            None => String::new(),
+        };
         format!(
-            "defaults but a {} MiB memtable: log without fsync, flush codec zstd-dict level 3, merge codec by trial, 10-bit Bloom filters, no cache beyond the OS page cache",
+            "defaults but a {} MiB memtable{budget}: log without fsync, flush codec zstd-dict level 3, merge codec by trial, 10-bit Bloom filters, no cache beyond the OS page cache",
             self.memtable_bytes >> 20
         )
     }

@@ -214,7 +214,7 @@ fn read_phase(
     } else {
         64 << 20
     };
-    let db = engine::open(name, dir, args.read_phase_cache, memtable)?;
+    let db = engine::open(name, dir, args.read_phase_cache, memtable, limit > 0)?;
     for (workload, kind) in read_workloads(args) {
         eprintln!(
             "{name}: {workload}, {} threads, memory limit {}",
@@ -358,7 +358,7 @@ fn run_engines(
         for (i, &(workload, order, threads)) in fills.iter().enumerate() {
             let dir = base.join(format!("{name}-{i}"));
             eprintln!("{name}: {workload} with {threads} threads");
-            let db = engine::open(name, &dir, unlimited_cache, 64 << 20)?;
+            let db = engine::open(name, &dir, unlimited_cache, 64 << 20, false)?;
             sys::reset_peak_rss();
             let written = sys::write_bytes();
             let outcome = workload::fill(db.as_ref(), &args.dataset, order, threads, args.seed)?;
