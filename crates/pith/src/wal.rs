@@ -14,9 +14,10 @@
 //! Recovery reads records in order and stops at a *torn tail*: a record
 //! whose header or payload runs past the end of the file, or whose checksum
 //! fails while nothing but zeros (or nothing at all) follows it. Those are
-//! what a crash during an append leaves. A bad record with valid-looking
-//! bytes after it is corruption, reported with the file and offset, never
-//! silently skipped.
+//! what a crash during an append leaves. A bad record with an intact
+//! record after it (whole, checksum matching: a damaged length field that
+//! seems to run past the end is checked this way too) is corruption,
+//! reported with the file and offset, never silently skipped.
 
 use std::fs::File;
 use std::io::Write;
@@ -179,7 +180,16 @@ pub(crate) fn replay_bytes(
         let crc = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
         let len = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]) as usize;
         if 8 + len > rest.len() {
-            // The record runs past the end: the append was cut short.
+            // The record runs past the end: the append was cut short --
+            // unless an intact record follows, in which case the length
+            // itself is damaged and dropping the rest would lose writes.
+            if let Some(at) = intact_record_within(&rest[8..]) {
+                return Err(Error::corrupt(
+                    path,
+                    pos as u64,
+                    format!("WAL record claims {len} bytes, past the end of the log, but an intact record starts at offset {}", pos + 8 + at),
+                ));
+            }
             torn(&mut out);
             break;
         }
@@ -226,6 +236,20 @@ pub(crate) fn replay_bytes(
     Ok(out)
 }
 
+/// The offset of the first place in `bytes` where a whole record with a
+/// matching checksum starts, if any. Used only on the rare torn path: most
+/// offsets are rejected by their length field alone, so the scan costs
+/// about one pass over the tail.
+fn intact_record_within(bytes: &[u8]) -> Option<usize> {
+    (0..bytes.len().saturating_sub(7)).find(|&q| {
+        let h = &bytes[q..];
+        let len = u32::from_le_bytes([h[4], h[5], h[6], h[7]]) as usize;
+        len > 0
+            && 8 + len <= h.len()
+            && crc32c::crc32c(&h[4..8 + len]) == u32::from_le_bytes([h[0], h[1], h[2], h[3]])
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -269,6 +293,19 @@ mod tests {
         bytes.extend_from_slice(&[0u8; 100]);
         let r = count(&bytes).expect("zeros are a torn tail");
         assert_eq!((r.records, r.torn_bytes), (3, 100));
+    }
+
+    #[test]
+    fn a_length_flipped_past_the_end_is_corruption_not_a_tear() {
+        let bytes = log_with(5);
+        let mut f = bytes.clone();
+        // The first record's length, high byte: now it runs past the end.
+        f[HEADER + 7] ^= 0x10;
+        let e = count(&f).expect_err("records after the damaged one must not be dropped");
+        assert!(e.is_corruption(), "{e}");
+        // A real tear (the last record cut short) is still a tear.
+        let r = count(&bytes[..bytes.len() - 3]).expect("a cut last record is torn");
+        assert_eq!(r.records, 4);
     }
 
     #[test]

@@ -59,6 +59,9 @@ pub struct Args {
     /// the raw data), fifth, or a size such as 64M.
     #[arg(long, default_value = "none")]
     mem_limit: String,
+    /// Writer threads of the fillrandom workload, comma-separated.
+    #[arg(long, default_value = "1,3,6", value_delimiter = ',')]
+    fill_threads: Vec<usize>,
     /// Short run: fillrandom with 1 thread only, 2-second reads.
     #[arg(long)]
     quick: bool,
@@ -290,6 +293,11 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             all.join(", ")
         )));
     }
+    if args.threads == 0 || args.fill_threads.contains(&0) {
+        return Err(CliError::Usage(
+            "--threads and --fill-threads must be at least 1".into(),
+        ));
+    }
 
     let (keys, values, raw_bytes) = load_keys(args)?;
     if let Some(dir) = &args.read_phase_db {
@@ -335,7 +343,7 @@ fn run_engines(
     base: &std::path::Path,
 ) -> Result<Vec<serde_json::Value>, CliError> {
     let mut rows = Vec::new();
-    let fill_threads: &[usize] = if args.quick { &[1] } else { &[1, 3, 6] };
+    let fill_threads: &[usize] = if args.quick { &[1] } else { &args.fill_threads };
     let mut fills: Vec<(&str, Order, usize)> = Vec::new();
     if workloads.contains(&"fillseq") && !args.quick {
         fills.push(("fillseq", Order::Sequential, 1));
