@@ -183,7 +183,7 @@ pub(crate) fn replay_bytes(
             // The record runs past the end: the append was cut short --
             // unless an intact record follows, in which case the length
             // itself is damaged and dropping the rest would lose writes.
-            if let Some(at) = intact_record_within(&rest[8..]) {
+            if let Some(at) = intact_record_within(&rest[8..], out.last_seq) {
                 return Err(Error::corrupt(
                     path,
                     pos as u64,
@@ -236,17 +236,21 @@ pub(crate) fn replay_bytes(
     Ok(out)
 }
 
-/// The offset of the first place in `bytes` where a whole record with a
-/// matching checksum starts, if any. Used only on the rare torn path: most
-/// offsets are rejected by their length field alone, so the scan costs
-/// about one pass over the tail.
-fn intact_record_within(bytes: &[u8]) -> Option<usize> {
+/// The offset of the first place in `bytes` where a whole record starts
+/// whose checksum matches and whose batch parses with a sequence number
+/// past `last_seq` (the records replayed so far), if any. Used only on the
+/// rare torn path: most offsets are rejected by their length field alone,
+/// so the scan costs about one pass over the tail. The sequence check keeps
+/// a user value that happens to hold a record's bytes, inside a genuinely
+/// torn record, from being taken for a record after it.
+fn intact_record_within(bytes: &[u8], last_seq: u64) -> Option<usize> {
     (0..bytes.len().saturating_sub(7)).find(|&q| {
         let h = &bytes[q..];
         let len = u32::from_le_bytes([h[4], h[5], h[6], h[7]]) as usize;
         len > 0
             && 8 + len <= h.len()
             && crc32c::crc32c(&h[4..8 + len]) == u32::from_le_bytes([h[0], h[1], h[2], h[3]])
+            && batch::parse(&h[8..8 + len]).is_some_and(|b| b.seq > last_seq.saturating_add(1))
     })
 }
 
@@ -306,6 +310,24 @@ mod tests {
         // A real tear (the last record cut short) is still a tear.
         let r = count(&bytes[..bytes.len() - 3]).expect("a cut last record is torn");
         assert_eq!(r.records, 4);
+    }
+
+    #[test]
+    fn a_record_framed_inside_a_torn_value_is_not_taken_for_a_later_one() {
+        // A value holding the bytes of a valid record (seq 1), inside a last
+        // record (seq 3) cut short: still a tear.
+        let inner = log_with(1)[HEADER..].to_vec();
+        let mut bytes = log_with(2);
+        let mut b = WriteBatch::new();
+        b.put("x", &inner);
+        let payload = b.encode_with_seq(3).to_vec();
+        let len = (payload.len() as u32).to_le_bytes();
+        let crc = crc32c::crc32c_append(crc32c::crc32c(&len), &payload);
+        bytes.extend_from_slice(&crc.to_le_bytes());
+        bytes.extend_from_slice(&len);
+        bytes.extend_from_slice(&payload[..payload.len() - 1]);
+        let r = count(&bytes).expect("a cut last record is torn");
+        assert_eq!(r.records, 2);
     }
 
     #[test]
