@@ -259,17 +259,21 @@ mod tests {
     use super::*;
     use crate::batch::WriteBatch;
 
+    /// Appends one record framing `payload`, independently of `WalWriter`.
+    fn frame(bytes: &mut Vec<u8>, payload: &[u8]) {
+        let len = (payload.len() as u32).to_le_bytes();
+        let crc = crc32c::crc32c_append(crc32c::crc32c(&len), payload);
+        bytes.extend_from_slice(&crc.to_le_bytes());
+        bytes.extend_from_slice(&len);
+        bytes.extend_from_slice(payload);
+    }
+
     fn log_with(n: usize) -> Vec<u8> {
         let mut bytes = header().to_vec();
         for i in 0..n {
             let mut b = WriteBatch::new();
             b.put(format!("k{i}"), format!("v{i}"));
-            let payload = b.encode_with_seq(i as u64 + 1).to_vec();
-            let len = (payload.len() as u32).to_le_bytes();
-            let crc = crc32c::crc32c_append(crc32c::crc32c(&len), &payload);
-            bytes.extend_from_slice(&crc.to_le_bytes());
-            bytes.extend_from_slice(&len);
-            bytes.extend_from_slice(&payload);
+            frame(&mut bytes, b.encode_with_seq(i as u64 + 1));
         }
         bytes
     }
@@ -320,12 +324,8 @@ mod tests {
         let mut bytes = log_with(2);
         let mut b = WriteBatch::new();
         b.put("x", &inner);
-        let payload = b.encode_with_seq(3).to_vec();
-        let len = (payload.len() as u32).to_le_bytes();
-        let crc = crc32c::crc32c_append(crc32c::crc32c(&len), &payload);
-        bytes.extend_from_slice(&crc.to_le_bytes());
-        bytes.extend_from_slice(&len);
-        bytes.extend_from_slice(&payload[..payload.len() - 1]);
+        frame(&mut bytes, b.encode_with_seq(3));
+        bytes.pop();
         let r = count(&bytes).expect("a cut last record is torn");
         assert_eq!(r.records, 2);
     }
