@@ -23,12 +23,18 @@
 //! its inputs and swaps the segment list at the end; readers holding the
 //! old list keep reading the old files, which are deleted when the last
 //! reader lets go.
+//!
+//! Failures: a job that fails stops writes with its error (reads go on);
+//! a job that panics is caught and does the same, with the panic's
+//! message, so nobody waits forever for a thread that is gone.
 
 use std::ops::Range;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use crate::db::{entry_of, lock, Inner, State};
+use crate::core::{lock, Edit, Inner, State};
 use crate::error::{Error, Result};
+use crate::filename::FileKind;
 use crate::memtable::Memtable;
 use crate::merge::MergeSource;
 use crate::options::Options;
@@ -92,7 +98,7 @@ fn next_job(inner: &Inner) -> Option<Job> {
 /// The thread's body; returns at shutdown.
 pub(crate) fn run(inner: &Inner) {
     while let Some(job) = next_job(inner) {
-        let result = match job {
+        let result = std::panic::catch_unwind(AssertUnwindSafe(|| match job {
             Job::Flush(mem) => flush(inner, &mem),
             Job::Merge(window, full) => merge(inner, window).map(|()| {
                 // Only the requests made before this merge started are done.
@@ -101,49 +107,50 @@ pub(crate) fn run(inner: &Inner) {
                     bg.compactions_done = bg.compactions_done.max(requested);
                 }
             }),
-        };
+        }));
+        let result = result.unwrap_or_else(|panic| {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a non-string payload".into());
+            Err(Error::Internal(format!(
+                "the background thread panicked: {what}"
+            )))
+        });
         if let Err(e) = result {
             inner.poison(&e);
         }
-        let _bg = lock(&inner.bg);
-        inner.bg_cv.notify_all();
+        inner.notify_bg();
     }
 }
 
-/// Builds the oldest frozen memtable and installs the segment.
+/// Builds the oldest frozen memtable and installs the segment, then removes
+/// the logs it no longer needs.
 fn flush(inner: &Inner, mem: &Arc<Memtable>) -> Result<()> {
+    #[cfg(test)]
+    if mem.max_seq() == PANIC_SEQ {
+        panic!("test hook: a flush of sequence number {PANIC_SEQ}");
+    }
     let bottommost = inner.current().segments.is_empty();
     let segment = inner.build_from_memtable(mem, bottommost)?;
-    {
-        let mut m = lock(&inner.manifest);
-        let st = inner.current();
-        if let Some(s) = &segment {
-            m.segments.push(entry_of(s));
-        }
-        m.last_seq = m.last_seq.max(mem.max_seq());
-        // The oldest log still needed is that of the next memtable.
-        m.log_number = st
-            .frozen
-            .iter()
-            .chain([&st.mem])
-            .map(|x| x.wal_number)
-            .find(|&n| n != mem.wal_number)
-            .unwrap_or(st.mem.wal_number);
-        m.write(&inner.dir)?;
+    inner.apply(Edit {
+        added: segment,
+        flushed: Some(mem.clone()),
+        last_seq: mem.max_seq(),
+        ..Edit::default()
+    })?;
+    for &n in &mem.logs {
+        // Best effort: a log left behind is below the manifest's log number
+        // and the next open removes it. A torn log was renamed at open.
+        let _ = inner.fs.remove(&inner.file(n, FileKind::Wal));
     }
-    inner.set_state(|st| State {
-        mem: st.mem.clone(),
-        frozen: st
-            .frozen
-            .iter()
-            .filter(|f| !Arc::ptr_eq(f, mem))
-            .cloned()
-            .collect(),
-        segments: st.segments.iter().cloned().chain(segment).collect(),
-    });
-    let _ = std::fs::remove_file(inner.file(mem.wal_number, "wal"));
     Ok(())
 }
+
+/// A flush of a memtable whose last sequence number is this panics (tests).
+#[cfg(test)]
+pub(crate) const PANIC_SEQ: u64 = 0x00de_adbe_ef00;
 
 /// Merges the segments in `window` (indexes into the current list).
 fn merge(inner: &Inner, window: Range<usize>) -> Result<()> {
@@ -152,50 +159,11 @@ fn merge(inner: &Inner, window: Range<usize>) -> Result<()> {
     let bottommost = window.start == 0;
     let source = MergeSource::new(inputs.clone(), inner.snapshot_list(), bottommost);
     let output = inner.build_segment(&source, &inner.options.merge_zip)?;
-    let numbers: Vec<u64> = inputs.iter().map(|s| s.number).collect();
-    {
-        let mut m = lock(&inner.manifest);
-        let at = m
-            .segments
-            .iter()
-            .position(|e| e.number == numbers[0])
-            .filter(|&at| {
-                m.segments[at..]
-                    .iter()
-                    .map(|e| e.number)
-                    .take(numbers.len())
-                    .eq(numbers.iter().copied())
-            })
-            .ok_or_else(|| {
-                Error::InvalidArgument("merge inputs are no longer adjacent in the manifest".into())
-            })?;
-        m.segments
-            .splice(at..at + numbers.len(), output.iter().map(|s| entry_of(s)));
-        m.write(&inner.dir)?;
-    }
-    inner.set_state(|st| {
-        let mut segments = Vec::with_capacity(st.segments.len());
-        let mut placed = false;
-        for s in &st.segments {
-            if numbers.contains(&s.number) {
-                if !placed {
-                    segments.extend(output.iter().cloned());
-                    placed = true;
-                }
-            } else {
-                segments.push(s.clone());
-            }
-        }
-        State {
-            mem: st.mem.clone(),
-            frozen: st.frozen.clone(),
-            segments,
-        }
-    });
-    for s in &inputs {
-        s.mark_obsolete();
-    }
-    Ok(())
+    inner.apply(Edit {
+        added: output,
+        replaces: inputs.iter().map(|s| s.number).collect(),
+        ..Edit::default()
+    })
 }
 
 #[cfg(test)]

@@ -12,24 +12,7 @@
 //! a later operation on the same key wins. Parsing never panics: malformed
 //! bytes give `None` from [`parse`].
 
-/// Operation kind as stored in logs and segments.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
-    /// A tombstone.
-    Delete = 0,
-    /// A value.
-    Put = 1,
-}
-
-impl Kind {
-    pub(crate) fn from_u8(b: u8) -> Option<Kind> {
-        match b {
-            0 => Some(Kind::Delete),
-            1 => Some(Kind::Put),
-            _ => None,
-        }
-    }
-}
+use crate::dbformat::Kind;
 
 pub(crate) const HEADER: usize = 12;
 

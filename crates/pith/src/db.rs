@@ -1,219 +1,36 @@
-//! The database handle: open and recovery, reads, snapshots, iterators,
-//! scans, stats and verify. Writes are in `write.rs`, background flushes
-//! and merges in `background.rs`.
+//! The database handle: every method of [`DB`], in one place.
 //!
-//! Shared state, and who may change it:
-//!
-//! * `state` (`RwLock<Arc<State>>`): the live memtable, frozen memtables
-//!   (oldest first) and segments (oldest first). Readers clone the `Arc`
-//!   and then read the published sequence number, so they see every
-//!   version up to it in that `State` (a memtable switch after the clone
-//!   only adds newer versions). Replaced, never mutated in place.
-//! * `last_seq`: the highest published sequence number, stored by the
-//!   write leader after a group's versions are all in the memtable.
-//! * `manifest`: the on-disk truth; changed only under its mutex, by the
-//!   background thread and bulk loads, and written before `state` changes.
-//!
-//! Lock order: writer role -> manifest -> state -> bg. A `DB` is
+//! Opening is in `recovery.rs`, the write path in `write.rs`, background
+//! flushes and merges in `background.rs`, bulk loads in `bulk.rs`; the
+//! state they share, and its locking rules, in `core.rs`. A `DB` is
 //! `Send + Sync`; share it with `Arc`.
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::ops::Bound;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
 use crate::background;
-use crate::batch::Kind;
+use crate::batch::WriteBatch;
+use crate::bulk::{self, BulkStats};
+use crate::core::{lock, Inner, State};
+use crate::dbformat::{tag_kind, Kind};
 use crate::error::{Error, Result};
+use crate::filename::{self, FileKind};
 use crate::iter::{prefix_end, DbIterator, MemCursor, Scan, VersionCursor};
-use crate::manifest::{self, Manifest, SegmentEntry};
-use crate::memtable::{tag_kind, Memtable};
-use crate::merge::MemSource;
-use crate::options::Options;
+use crate::options::{Options, WriteOptions};
+use crate::recovery::{self, RecoveryReport};
 use crate::segment::cursor::SegmentCursor;
-use crate::segment::writer::{write_segment, GroupSource};
-use crate::segment::{Segment, SegmentInfo};
-use crate::wal::{self, WalWriter};
-use crate::write::Queue;
-
-/// What a read sees: memtables and segments.
-pub(crate) struct State {
-    pub mem: Arc<Memtable>,
-    /// Frozen memtables waiting to be built, oldest first.
-    pub frozen: Vec<Arc<Memtable>>,
-    /// Live segments, oldest first.
-    pub segments: Vec<Arc<Segment>>,
-}
-
-/// Background bookkeeping, guarded by `Inner::bg`.
-#[derive(Default)]
-pub(crate) struct Bg {
-    pub shutdown: bool,
-    pub compactions_requested: u64,
-    pub compactions_done: u64,
-    /// The first background failure; writes stop after it.
-    pub error: Option<String>,
-}
-
-pub(crate) struct Inner {
-    pub dir: PathBuf,
-    pub options: Options,
-    pub state: RwLock<Arc<State>>,
-    pub last_seq: AtomicU64,
-    pub queue: Mutex<Queue>,
-    pub queue_cv: Condvar,
-    pub wal: Mutex<WalWriter>,
-    pub manifest: Mutex<Manifest>,
-    pub snapshots: Arc<Mutex<BTreeMap<u64, usize>>>,
-    pub bg: Mutex<Bg>,
-    pub bg_cv: Condvar,
-    _lock: File,
-}
-
-/// Locks a mutex, recovering the guard if a panicking thread poisoned it
-/// (the data it guards is replaced whole, never left half-changed).
-pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-impl Inner {
-    pub(crate) fn current(&self) -> Arc<State> {
-        self.state.read().unwrap_or_else(|p| p.into_inner()).clone()
-    }
-
-    /// The state and the published sequence number, read under one lock so
-    /// a bulk load (which changes both under the write lock) is seen whole.
-    pub(crate) fn view(&self) -> (Arc<State>, u64) {
-        let guard = self.state.read().unwrap_or_else(|p| p.into_inner());
-        (guard.clone(), self.last_seq.load(Ordering::Acquire))
-    }
-
-    pub(crate) fn set_state(&self, f: impl FnOnce(&State) -> State) {
-        let mut guard = self.state.write().unwrap_or_else(|p| p.into_inner());
-        let next = f(&guard);
-        *guard = Arc::new(next);
-    }
-
-    pub(crate) fn file(&self, number: u64, ext: &str) -> PathBuf {
-        self.dir.join(format!("{number:06}.{ext}"))
-    }
-
-    pub(crate) fn new_file_number(&self) -> u64 {
-        let mut m = lock(&self.manifest);
-        let n = m.next_file;
-        m.next_file += 1;
-        n
-    }
-
-    /// Live snapshot sequence numbers, ascending.
-    pub(crate) fn snapshot_list(&self) -> Vec<u64> {
-        lock(&self.snapshots).keys().copied().collect()
-    }
-
-    /// Fails when an earlier failure stopped writes.
-    pub(crate) fn check_poisoned(&self) -> Result<()> {
-        match &lock(&self.bg).error {
-            Some(e) => Err(Error::Poisoned(e.clone())),
-            None => Ok(()),
-        }
-    }
-
-    pub(crate) fn poison(&self, e: &Error) {
-        let mut bg = lock(&self.bg);
-        if bg.error.is_none() {
-            bg.error = Some(e.to_string());
-        }
-        self.bg_cv.notify_all();
-    }
-
-    fn get_in(&self, st: &State, key: &[u8], snap: u64) -> Result<Option<Vec<u8>>> {
-        let found = |tag: u64, value: Vec<u8>| (tag_kind(tag) == Kind::Put).then_some(value);
-        if let Some((tag, v)) = st.mem.get(key, snap) {
-            return Ok(found(tag, v));
-        }
-        for m in st.frozen.iter().rev() {
-            if let Some((tag, v)) = m.get(key, snap) {
-                return Ok(found(tag, v));
-            }
-        }
-        let hash = crate::segment::key_hash(key);
-        let mut out = Vec::new();
-        for s in st.segments.iter().rev() {
-            if let Some(tag) = s.get(key, hash, snap, &mut out)? {
-                return Ok(found(tag, out));
-            }
-        }
-        Ok(None)
-    }
-
-    fn iter_in(&self, st: &State, snap: u64) -> DbIterator {
-        let mut sources: Vec<Box<dyn VersionCursor>> = Vec::new();
-        sources.push(Box::new(MemCursor::new(st.mem.clone(), snap)));
-        for m in st.frozen.iter().rev() {
-            sources.push(Box::new(MemCursor::new(m.clone(), snap)));
-        }
-        for s in st.segments.iter().rev() {
-            sources.push(Box::new(SegmentCursor::new(s.clone(), snap)));
-        }
-        DbIterator::new(sources)
-    }
-
-    /// Builds a segment from a memtable and installs it (flush), used by
-    /// recovery and the background thread.
-    pub(crate) fn build_from_memtable(
-        &self,
-        mem: &Memtable,
-        bottommost: bool,
-    ) -> Result<Option<Arc<Segment>>> {
-        let snapshots = self.snapshot_list();
-        let source = MemSource::new(mem, &snapshots, bottommost);
-        // A small memtable gets a proportionally small training sample:
-        // dictionary training needs several times its sample in memory,
-        // which must not dwarf the memtable it builds.
-        let mut zip = self.options.flush_zip.clone();
-        zip.sample_bytes = zip
-            .sample_bytes
-            .min(self.options.memtable_bytes / 4)
-            .max(64 << 10);
-        self.build_segment(&source, &zip)
-    }
-
-    /// Writes a new segment file from `source` and opens it; `None` (and no
-    /// file) when the source yields nothing. The caller installs it.
-    pub(crate) fn build_segment(
-        &self,
-        source: &dyn GroupSource,
-        zip: &pith_zip::Options,
-    ) -> Result<Option<Arc<Segment>>> {
-        let zip = self.options.within_build_budget(zip);
-        let number = self.new_file_number();
-        let path = self.file(number, "seg");
-        if !write_segment(&path, source, &zip, self.options.bloom_bits_per_key)? {
-            return Ok(None);
-        }
-        manifest::sync_dir(&self.dir)?;
-        Ok(Some(Arc::new(Segment::open(&path, number)?)))
-    }
-}
-
-pub(crate) fn entry_of(s: &Segment) -> SegmentEntry {
-    SegmentEntry {
-        number: s.number,
-        keys: s.keys(),
-        records: s.records(),
-        min_seq: s.min_seq(),
-        max_seq: s.max_seq(),
-        file_bytes: s.file_bytes(),
-    }
-}
+use crate::segment::SegmentInfo;
+use crate::wal;
 
 /// An embedded PithDB database. See the crate documentation.
 pub struct DB {
     pub(crate) inner: Arc<Inner>,
     background: Mutex<Option<JoinHandle<()>>>,
+    recovery: RecoveryReport,
 }
 
 /// A consistent read view: reads through it see the database as it was
@@ -278,188 +95,99 @@ pub struct VerifyReport {
     pub wals: usize,
     /// Log records read.
     pub wal_records: u64,
+    /// Logs whose torn tail was dropped at a recovery (`NNNNNN.wal.torn`),
+    /// kept for inspection. Not corruption, but worth a look: a crash
+    /// happened during a write, and bytes that were never acknowledged
+    /// as synced were dropped. Remove them once inspected.
+    pub torn_logs: Vec<PathBuf>,
 }
 
-fn parse_number(name: &str) -> Option<(u64, &str)> {
-    let (stem, ext) = name.split_once('.')?;
-    (stem.len() >= 6 && stem.bytes().all(|b| b.is_ascii_digit()))
-        .then(|| stem.parse().ok().map(|n| (n, ext)))
-        .flatten()
+fn get_in(st: &State, key: &[u8], snap: u64) -> Result<Option<Vec<u8>>> {
+    let found = |tag: u64, value: Vec<u8>| (tag_kind(tag) == Kind::Put).then_some(value);
+    if let Some((tag, v)) = st.mem.get(key, snap) {
+        return Ok(found(tag, v));
+    }
+    for m in st.frozen.iter().rev() {
+        if let Some((tag, v)) = m.get(key, snap) {
+            return Ok(found(tag, v));
+        }
+    }
+    let hash = crate::segment::key_hash(key);
+    let mut out = Vec::new();
+    for s in st.segments.iter().rev() {
+        if let Some(tag) = s.get(key, hash, snap, &mut out)? {
+            return Ok(found(tag, out));
+        }
+    }
+    Ok(None)
+}
+
+fn iter_in(st: &State, snap: u64) -> DbIterator {
+    let mut sources: Vec<Box<dyn VersionCursor>> = Vec::new();
+    sources.push(Box::new(MemCursor::new(st.mem.clone(), snap)));
+    for m in st.frozen.iter().rev() {
+        sources.push(Box::new(MemCursor::new(m.clone(), snap)));
+    }
+    for s in st.segments.iter().rev() {
+        sources.push(Box::new(SegmentCursor::new(s.clone(), snap)));
+    }
+    DbIterator::new(sources)
 }
 
 impl DB {
     /// Opens (or creates) the database in directory `path`, replaying its
-    /// write-ahead logs. Logs left by a crash are built into a segment
-    /// before `open` returns.
+    /// write-ahead logs into memory; the background thread builds them
+    /// into a segment. Creating a database needs an empty (or missing)
+    /// directory.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<DB> {
-        let dir = path.as_ref().to_path_buf();
-        if options.memtable_bytes == 0
-            || options.max_frozen_memtables == 0
-            || options.merge_trigger == 0
-            || options.max_merge_width < 2
-            || options.stall_segments <= options.merge_trigger
-        {
-            return Err(Error::InvalidArgument(
-                "memtable_bytes, max_frozen_memtables and merge_trigger must be positive, max_merge_width at least 2, stall_segments above merge_trigger".into(),
-            ));
-        }
-        if !dir.join(manifest::FILE).exists() && !options.create_if_missing {
-            return Err(Error::NotFound { path: dir });
-        }
-        std::fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-        let lock_path = dir.join("LOCK");
-        let lock_file = File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| Error::io(&lock_path, e))?;
-        match lock_file.try_lock() {
-            Ok(()) => {}
-            Err(std::fs::TryLockError::WouldBlock) => return Err(Error::Locked { path: dir }),
-            Err(std::fs::TryLockError::Error(e)) => return Err(Error::io(&lock_path, e)),
-        }
-        let mut m = match Manifest::read(&dir)? {
-            Some(_) if options.error_if_exists => return Err(Error::AlreadyExists { path: dir }),
-            Some(m) => m,
-            None => {
-                let m = Manifest {
-                    next_file: 1,
-                    ..Manifest::default()
-                };
-                m.write(&dir)?;
-                m
-            }
-        };
-        // File numbers on disk beyond the manifest's counter (a log created
-        // just before a crash) must not be reused.
-        let mut wals = Vec::new();
-        let mut stray = Vec::new();
-        let live: std::collections::HashSet<u64> = m.segments.iter().map(|s| s.number).collect();
-        for entry in std::fs::read_dir(&dir).map_err(|e| Error::io(&dir, e))? {
-            let entry = entry.map_err(|e| Error::io(&dir, e))?;
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let Some((n, ext)) = parse_number(&name) else {
-                continue;
-            };
-            m.next_file = m.next_file.max(n + 1);
-            match ext {
-                "wal" if n >= m.log_number => wals.push(n),
-                "seg" if live.contains(&n) => {}
-                "wal" | "seg" | "tmp" => stray.push(entry.path()),
-                _ => {}
-            }
-        }
-        wals.sort_unstable();
-        let mut segments = Vec::with_capacity(m.segments.len());
-        for e in &m.segments {
-            let path = dir.join(format!("{:06}.seg", e.number));
-            let s = Segment::open(&path, e.number)?;
-            if entry_of(&s) != *e {
-                return Err(Error::corrupt(
-                    &path,
-                    0,
-                    "segment does not match its manifest entry",
-                ));
-            }
-            segments.push(Arc::new(s));
-        }
-
-        // Replay the logs into one memtable.
-        let recovered = Memtable::new(0);
-        let mut last_seq = m.last_seq;
-        let mut torn = Vec::new();
-        for &n in &wals {
-            let path = dir.join(format!("{n:06}.wal"));
-            let r = wal::replay(&path, |seq, op| {
-                if seq > m.last_seq {
-                    recovered.insert(op.key, seq, op.kind, op.value);
-                }
-            })?;
-            last_seq = last_seq.max(r.last_seq);
-            if r.torn_bytes > 0 {
-                torn.push(n);
-            }
-        }
-        let wal_number = m.next_file;
-        m.next_file += 1;
-        let inner = Arc::new(Inner {
-            dir: dir.clone(),
-            options,
-            state: RwLock::new(Arc::new(State {
-                mem: Arc::new(Memtable::new(wal_number)),
-                frozen: Vec::new(),
-                segments,
-            })),
-            last_seq: AtomicU64::new(last_seq),
-            queue: Mutex::new(Queue::default()),
-            queue_cv: Condvar::new(),
-            wal: Mutex::new(WalWriter::create(
-                &dir.join(format!("{wal_number:06}.wal")),
-            )?),
-            manifest: Mutex::new(m),
-            snapshots: Arc::new(Mutex::new(BTreeMap::new())),
-            bg: Mutex::new(Bg::default()),
-            bg_cv: Condvar::new(),
-            _lock: lock_file,
-        });
-        manifest::sync_dir(&dir)?;
-        let st = inner.current();
-        let built = if recovered.is_empty() {
-            None
-        } else {
-            inner.build_from_memtable(&recovered, st.segments.is_empty())?
-        };
-        {
-            let mut m = lock(&inner.manifest);
-            if let Some(s) = &built {
-                m.segments.push(entry_of(s));
-            }
-            m.last_seq = last_seq;
-            m.log_number = wal_number;
-            m.write(&dir)?;
-        }
-        if let Some(s) = built {
-            inner.set_state(|st| State {
-                mem: st.mem.clone(),
-                frozen: Vec::new(),
-                segments: st.segments.iter().cloned().chain([s]).collect(),
-            });
-        }
-        for n in wals {
-            let path = dir.join(format!("{n:06}.wal"));
-            if torn.contains(&n) {
-                // Keep a log that ended in a torn tail for inspection: a
-                // damaged length field reads as a tear too.
-                let _ = std::fs::rename(&path, dir.join(format!("{n:06}.wal.torn")));
-            } else {
-                let _ = std::fs::remove_file(path);
-            }
-        }
-        for p in stray {
-            let _ = std::fs::remove_file(p);
-        }
+        let (inner, recovery) = recovery::open(path.as_ref(), options, false)?;
         let worker = inner.clone();
         let handle = std::thread::Builder::new()
             .name("pith-background".into())
             .spawn(move || background::run(&worker))
-            .map_err(|e| Error::io(&dir, e))?;
+            .map_err(|e| Error::io(path.as_ref(), e))?;
         Ok(DB {
             inner,
             background: Mutex::new(Some(handle)),
+            recovery,
         })
+    }
+
+    /// Opens an existing database for reading only: a shared lock (other
+    /// read-only handles may open it too, a writer may not), logs replayed
+    /// into memory, nothing on disk changed, no background thread. Works on
+    /// a read-only file system. Writes, `flush` and `compact` return
+    /// [`Error::ReadOnly`].
+    pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<DB> {
+        let (inner, recovery) = recovery::open(path.as_ref(), options, true)?;
+        Ok(DB {
+            inner,
+            background: Mutex::new(None),
+            recovery,
+        })
+    }
+
+    /// What recovery found when this handle opened the database: logs
+    /// replayed, and torn tails dropped.
+    pub fn recovery_report(&self) -> &RecoveryReport {
+        &self.recovery
+    }
+
+    /// True when opened with [`DB::open_read_only`].
+    pub fn is_read_only(&self) -> bool {
+        self.inner.read_only
     }
 
     /// The value of `key`, or `None`.
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
         let (st, snap) = self.inner.view();
-        self.inner.get_in(&st, key.as_ref(), snap)
+        get_in(&st, key.as_ref(), snap)
     }
 
     /// The value of `key` as of `snapshot`.
     pub fn get_at(&self, snapshot: &Snapshot, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
         let st = self.inner.current();
-        self.inner.get_in(&st, key.as_ref(), snapshot.seq)
+        get_in(&st, key.as_ref(), snapshot.seq)
     }
 
     /// Takes a snapshot of the current state.
@@ -477,13 +205,13 @@ impl DB {
     /// seek first).
     pub fn iter(&self) -> DbIterator {
         let (st, snap) = self.inner.view();
-        self.inner.iter_in(&st, snap)
+        iter_in(&st, snap)
     }
 
     /// A two-way iterator over `snapshot`.
     pub fn iter_at(&self, snapshot: &Snapshot) -> DbIterator {
         let st = self.inner.current();
-        self.inner.iter_in(&st, snapshot.seq)
+        iter_in(&st, snapshot.seq)
     }
 
     /// `(key, value)` pairs with keys in `[from, to)`; `None` leaves a side
@@ -535,9 +263,56 @@ impl DB {
             .collect())
     }
 
+    /// Puts `key -> value`.
+    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put(key, value);
+        self.write(WriteOptions::default(), b)
+    }
+
+    /// Deletes `key` (a no-op if absent).
+    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete(key);
+        self.write(WriteOptions::default(), b)
+    }
+
+    /// Applies `batch` atomically: readers and recovery see all of it or
+    /// none of it.
+    pub fn write(&self, options: WriteOptions, batch: WriteBatch) -> Result<()> {
+        self.inner.write(options, batch)
+    }
+
+    /// Loads many records straight into segments, without the log: the
+    /// input is cut into chunks of `Options::bulk_chunk_bytes`, each sorted
+    /// (the last of repeated keys wins) and built into one segment, made
+    /// durable and added to the manifest. Other writers wait while it runs;
+    /// readers do not. Call [`DB::compact`] afterwards to merge the chunks.
+    pub fn bulk_load<I, K, V>(&self, records: I) -> Result<BulkStats>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: AsRef<[u8]>,
+        V: AsRef<[u8]>,
+    {
+        self.try_bulk_load(records.into_iter().map(Ok::<_, Error>))
+    }
+
+    /// [`DB::bulk_load`] over a fallible input; the first input error stops
+    /// the load (chunks already built stay loaded) and is returned.
+    pub fn try_bulk_load<I, K, V, E>(&self, records: I) -> Result<BulkStats, E>
+    where
+        I: IntoIterator<Item = Result<(K, V), E>>,
+        K: AsRef<[u8]>,
+        V: AsRef<[u8]>,
+        E: From<Error>,
+    {
+        bulk::load(&self.inner, records)
+    }
+
     /// Freezes the memtable and waits until every frozen memtable is built
-    /// into a segment (after which the logs are deleted).
+    /// into a segment (after which their logs are deleted).
     pub fn flush(&self) -> Result<()> {
+        self.inner.check_writable()?;
         {
             let _role = self.inner.writer_role();
             if !self.inner.current().mem.is_empty() {
@@ -554,7 +329,7 @@ impl DB {
         self.flush()?;
         let o = &self.inner.options;
         self.inner
-            .wait_for(|st, _| st.frozen.is_empty() && crate::background::merge_due(st, o).is_none())
+            .wait_for(|st, _| st.frozen.is_empty() && background::merge_due(st, o).is_none())
     }
 
     /// Flushes, then merges all segments into one, dropping every version
@@ -571,19 +346,21 @@ impl DB {
         self.inner.wait_for(|_, bg| bg.compactions_done >= target)
     }
 
-    /// Sizes and counts.
+    /// Sizes and counts. Files removed while it lists them (a finishing
+    /// flush or merge) are skipped.
     pub fn stats(&self) -> Result<Stats> {
         let st = self.inner.current();
         let (mut disk_bytes, mut wal_bytes) = (0, 0);
-        let dir = &self.inner.dir;
-        for entry in std::fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
-            let entry = entry.map_err(|e| Error::io(dir, e))?;
-            let len = entry
-                .metadata()
-                .map_err(|e| Error::io(entry.path(), e))?
-                .len();
+        let (fs, dir) = (&*self.inner.fs, &self.inner.dir);
+        for name in fs.list(dir).map_err(|e| Error::io(dir, e))? {
+            let path = dir.join(&name);
+            let len = match fs.len(&path) {
+                Ok(len) => len,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(Error::io(&path, e)),
+            };
             disk_bytes += len;
-            if entry.file_name().to_string_lossy().ends_with(".wal") {
+            if matches!(filename::parse(&name), Some((_, FileKind::Wal))) {
                 wal_bytes += len;
             }
         }
@@ -602,26 +379,38 @@ impl DB {
 
     /// Reads every byte of every live file and checks every checksum:
     /// segments (all sections, every record decoded), the manifest (at
-    /// open), and the current log.
+    /// open), and the logs of the memtables. Lists `.wal.torn` files.
     pub fn verify(&self) -> Result<VerifyReport> {
         let st = self.inner.current();
+        let (fs, dir) = (&*self.inner.fs, &self.inner.dir);
         let mut report = VerifyReport::default();
         for s in &st.segments {
             s.verify()?;
             report.segments += 1;
             report.records += s.records();
         }
-        for m in std::iter::once(&st.mem).chain(st.frozen.iter()) {
-            let path = self.inner.file(m.wal_number, "wal");
-            let bytes = match std::fs::read(&path) {
-                Ok(b) => b,
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(Error::io(&path, e)),
-            };
-            let r = wal::replay_bytes(&path, &bytes, &mut |_, _| {})?;
-            report.wals += 1;
-            report.wal_records += r.records;
+        let logs = std::iter::once(&st.mem)
+            .chain(st.frozen.iter())
+            .flat_map(|m| m.logs.iter().copied());
+        for n in logs {
+            for kind in [FileKind::Wal, FileKind::TornWal] {
+                let path = self.inner.file(n, kind);
+                let bytes = match fs.read(&path) {
+                    Ok(b) => b,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                    Err(e) => return Err(Error::io(&path, e)),
+                };
+                let r = wal::replay_bytes(&path, &bytes, 0, &mut |_, _| {})?;
+                report.wals += 1;
+                report.wal_records += r.records;
+            }
         }
+        for name in fs.list(dir).map_err(|e| Error::io(dir, e))? {
+            if matches!(filename::parse(&name), Some((_, FileKind::TornWal))) {
+                report.torn_logs.push(dir.join(name));
+            }
+        }
+        report.torn_logs.sort();
         Ok(report)
     }
 
@@ -643,14 +432,20 @@ impl DB {
             self.inner.bg_cv.notify_all();
         }
         if let Some(h) = lock(&self.background).take() {
+            // The thread catches a job's panic itself; a join error would be
+            // a panic outside a job, already reflected in no more progress.
             let _ = h.join();
         }
-        lock(&self.inner.wal).sync()
+        match lock(&self.inner.wal).as_mut() {
+            Some(w) => w.sync(),
+            None => Ok(()),
+        }
     }
 }
 
 impl Drop for DB {
     fn drop(&mut self) {
+        // Dropping cannot report; call `close` to see a failed final sync.
         let _ = self.shutdown();
     }
 }

@@ -3,14 +3,20 @@
 //! Corruption is always reported as [`Error::Corruption`] with the file and,
 //! where known, the byte offset, whichever layer found it (a segment's trie,
 //! its record store, the WAL or the manifest). I/O failures carry the path
-//! they happened on. Nothing in the engine panics on bad bytes.
+//! they happened on; a full disk is [`Error::NoSpace`]. Nothing in the
+//! engine panics on bad bytes.
+//!
+//! Errors are `Clone` (I/O causes are shared through `Arc`), so the leader
+//! of a write group hands every follower the same typed error, and a
+//! database that stopped writes keeps its cause in [`Error::Poisoned`].
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use thiserror::Error;
 
 /// Errors from the engine.
-#[derive(Debug, Error)]
+#[derive(Clone, Debug, Error)]
 #[non_exhaustive]
 pub enum Error {
     /// An operating-system I/O call failed.
@@ -19,7 +25,16 @@ pub enum Error {
         /// The file or directory.
         path: PathBuf,
         /// The cause.
-        source: std::io::Error,
+        source: Arc<std::io::Error>,
+    },
+    /// The disk (or the user's quota) is full. Nothing acknowledged is
+    /// lost; free space and retry (after a reopen if writes stopped).
+    #[error("no space left on the device writing {path}: {source}; free some space (then reopen the database if it stopped accepting writes)")]
+    NoSpace {
+        /// The file being written.
+        path: PathBuf,
+        /// The cause.
+        source: Arc<std::io::Error>,
     },
     /// A file's bytes are not what the engine wrote: a checksum mismatch, a
     /// bad magic, a structure that does not validate.
@@ -54,6 +69,15 @@ pub enum Error {
         /// The directory.
         path: PathBuf,
     },
+    /// There is no database in the directory, and creating one there would
+    /// mix its files with someone else's.
+    #[error("refusing to create a database in {path}: it already holds {entry}, which is not a PithDB file; use an empty directory")]
+    DirectoryNotEmpty {
+        /// The directory.
+        path: PathBuf,
+        /// One entry that is not ours.
+        entry: String,
+    },
     /// `Options::error_if_exists` is true and a database exists.
     #[error("a database already exists at {path}")]
     AlreadyExists {
@@ -67,19 +91,53 @@ pub enum Error {
     #[error("regex: {0}")]
     Regex(String),
     /// An earlier write or background job failed; the database accepts no
-    /// more writes until it is reopened (reads still work).
+    /// more writes until it is reopened (reads still work). Holds the
+    /// failure that stopped it.
     #[error("the database stopped accepting writes after an earlier failure: {0}; reopen it")]
-    Poisoned(String),
+    Poisoned(Arc<Error>),
+    /// The database was opened read-only.
+    #[error("the database at {path} is open read-only")]
+    ReadOnly {
+        /// The database directory.
+        path: PathBuf,
+    },
+    /// The handle is closing; the operation was not done.
+    #[error("the database is closing")]
+    Closing,
+    /// The engine broke one of its own invariants (a bug, or a panic in
+    /// the background thread); writes stop.
+    #[error("internal error: {0}; please report it")]
+    Internal(String),
 }
 
 /// Result alias for this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// An I/O failure on `path` (a full disk becomes [`Error::NoSpace`]).
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        Error::Io {
-            path: path.into(),
-            source,
+        let (path, source) = (path.into(), Arc::new(source));
+        if crate::env::is_no_space(&source) {
+            Error::NoSpace { path, source }
+        } else {
+            Error::Io { path, source }
+        }
+    }
+
+    /// True for [`Error::NoSpace`], also as the cause of [`Error::Poisoned`].
+    pub fn is_no_space(&self) -> bool {
+        match self {
+            Error::NoSpace { .. } => true,
+            Error::Poisoned(cause) => cause.is_no_space(),
+            _ => false,
+        }
+    }
+
+    /// The cause of a [`Error::Poisoned`], or the error itself.
+    pub fn root(&self) -> &Error {
+        match self {
+            Error::Poisoned(cause) => cause.root(),
+            other => other,
         }
     }
 

@@ -4,27 +4,17 @@
 
 use std::path::Path;
 
-use crate::batch::Kind;
+use crate::dbformat::tag_kind;
+use crate::dbformat::Kind;
 use crate::manifest::Manifest;
-use crate::memtable::tag_kind;
 use crate::segment::Segment;
 use crate::wal;
 
 /// Opens `data` as a segment file and reads through it: every key looked
 /// up and its visible value decoded, a cursor walk both ways, `verify`.
 pub fn segment(data: &[u8]) {
-    // An anonymous map cannot be empty (and an empty file is no segment).
-    if data.is_empty() {
-        return;
-    }
-    let Ok(mut map) = memmap2::MmapMut::map_anon(data.len()) else {
-        return;
-    };
-    map.copy_from_slice(data);
-    let Ok(map) = map.make_read_only() else {
-        return;
-    };
-    let Ok(seg) = Segment::from_map(map, Path::new("fuzz.seg"), 1) else {
+    let bytes = crate::env::FileBytes::heap(data.to_vec());
+    let Ok(seg) = Segment::from_bytes(bytes, Path::new("fuzz.seg"), 1) else {
         return;
     };
     let mut out = Vec::new();
@@ -44,7 +34,7 @@ pub fn segment(data: &[u8]) {
 /// Replays `data` as a write-ahead log.
 pub fn wal(data: &[u8]) {
     let mut ops = 0u64;
-    let _ = wal::replay_bytes(Path::new("fuzz.wal"), data, &mut |_, op| {
+    let _ = wal::replay_bytes(Path::new("fuzz.wal"), data, 0, &mut |_, op| {
         ops += op.key.len() as u64 + op.value.len() as u64;
     });
 }

@@ -16,9 +16,10 @@
 use std::ops::Bound;
 use std::sync::Arc;
 
-use crate::batch::Kind;
+use crate::dbformat::tag_kind;
+use crate::dbformat::Kind;
 use crate::error::{Error, Result};
-use crate::memtable::{tag_kind, Found, Memtable};
+use crate::memtable::{Found, Memtable};
 
 /// A cursor over one source's keys at a fixed snapshot.
 pub(crate) trait VersionCursor: Send {

@@ -38,7 +38,10 @@
 //! [`WriteOptions::sync`] once the log is fsynced. Recovery replays the
 //! logs and stops at a torn tail. Segment files and the manifest are
 //! written to temporary names, fsynced and renamed. A `LOCK` file keeps a
-//! second process (or handle) out.
+//! second process (or handle) out. All file access goes through the
+//! file-system seam in [`env`], whose durability contract the engine
+//! relies on, and whose in-memory and fault-injecting implementations the
+//! power-loss and I/O-error tests use.
 //!
 //! # Thread safety
 //!
@@ -52,16 +55,24 @@
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
 
+// Bottom to top: each module imports only modules above it in this list
+// (`segment` and `merge` below `core`, which the handle's modules build on).
 mod background;
 mod batch;
+mod bulk;
+mod core;
 mod db;
+mod dbformat;
+pub mod env;
 mod error;
+mod filename;
 pub mod fuzz;
 mod iter;
 mod manifest;
 mod memtable;
 mod merge;
 mod options;
+mod recovery;
 mod segment;
 mod wal;
 mod write;
@@ -70,9 +81,10 @@ mod write;
 mod golden_tests;
 
 pub use batch::WriteBatch;
+pub use bulk::BulkStats;
 pub use db::{Snapshot, Stats, VerifyReport, DB};
 pub use error::{Error, Result};
 pub use iter::{DbIterator, Scan};
 pub use options::{Options, WriteOptions};
+pub use recovery::RecoveryReport;
 pub use segment::SegmentInfo;
-pub use write::BulkStats;

@@ -1,8 +1,11 @@
 //! The manifest: which segments are live, which logs still matter.
 //!
 //! One small file, `MANIFEST`, replaced whole on every change: written to
-//! `MANIFEST.tmp`, fsynced, renamed over `MANIFEST`, and the directory
-//! fsynced. A rename is atomic, so after a crash the manifest is either the
+//! `MANIFEST.tmp`, synced, renamed over `MANIFEST`, and the directory
+//! synced (through the file-system seam). A failed write removes its
+//! temporary file; the caller keeps its old in-memory manifest and stops
+//! writes, because after a failed rename or directory sync it cannot know
+//! which manifest the disk holds. A rename is atomic, so after a crash the manifest is either the
 //! old or the new one, never a mix (`docs/format.md`, "Manifest"):
 //!
 //! ```text
@@ -16,13 +19,11 @@
 //! and increase down the list. Logs numbered `>= log_number` hold writes
 //! not yet in any segment; older logs are garbage.
 
-use std::fs::File;
-use std::io::Write;
 use std::path::Path;
 
+use crate::env::Fs;
 use crate::error::{Error, Result};
-
-pub(crate) const FILE: &str = "MANIFEST";
+use crate::filename::{MANIFEST, MANIFEST_TMP};
 const MAGIC: &[u8; 8] = b"PITHMAN\0";
 const VERSION: u32 = 1;
 const FIXED: usize = 40;
@@ -161,9 +162,9 @@ impl Manifest {
     }
 
     /// Reads `dir/MANIFEST`; `None` when there is none.
-    pub(crate) fn read(dir: &Path) -> Result<Option<Manifest>> {
-        let path = dir.join(FILE);
-        match std::fs::read(&path) {
+    pub(crate) fn read(fs: &dyn Fs, dir: &Path) -> Result<Option<Manifest>> {
+        let path = dir.join(MANIFEST);
+        match fs.read(&path) {
             Ok(b) => Manifest::decode(&path, &b).map(Some),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(Error::io(&path, e)),
@@ -171,23 +172,30 @@ impl Manifest {
     }
 
     /// Replaces `dir/MANIFEST` atomically and durably.
-    pub(crate) fn write(&self, dir: &Path) -> Result<()> {
-        let tmp = dir.join("MANIFEST.tmp");
-        let io = |e| Error::io(&tmp, e);
-        let mut f = File::create(&tmp).map_err(io)?;
-        f.write_all(&self.encode()).map_err(io)?;
-        f.sync_all().map_err(io)?;
-        drop(f);
-        std::fs::rename(&tmp, dir.join(FILE)).map_err(|e| Error::io(dir.join(FILE), e))?;
-        sync_dir(dir)
+    pub(crate) fn write(&self, fs: &dyn Fs, dir: &Path) -> Result<()> {
+        let tmp = dir.join(MANIFEST_TMP);
+        let result = write_tmp(fs, &tmp, &self.encode());
+        if result.is_err() {
+            // Best effort: a leftover is removed by the next write or open.
+            let _ = fs.remove(&tmp);
+        }
+        result?;
+        let path = dir.join(MANIFEST);
+        fs.rename(&tmp, &path).map_err(|e| Error::io(&path, e))?;
+        fs.sync_dir(dir).map_err(|e| Error::io(dir, e))
     }
 }
 
-/// fsyncs a directory so renames and creations in it are durable.
-pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| Error::io(dir, e))
+/// Writes and syncs a new `tmp`, replacing a leftover one.
+fn write_tmp(fs: &dyn Fs, tmp: &Path, bytes: &[u8]) -> Result<()> {
+    let io = |e| Error::io(tmp, e);
+    match fs.remove(tmp) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io(e)),
+        _ => {}
+    }
+    let mut f = fs.create(tmp).map_err(io)?;
+    f.append(bytes).map_err(io)?;
+    f.sync().map_err(io)
 }
 
 #[cfg(test)]

@@ -16,35 +16,11 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 
 use crossbeam_skiplist::SkipMap;
 
-use crate::batch::Kind;
+use crate::dbformat::{max_tag, tag, Kind};
 
 /// Per-version bookkeeping added to the byte estimate (skip-list node,
 /// allocation headers).
 const OVERHEAD: usize = 64;
-
-/// A version's tag: sequence number and kind.
-pub(crate) fn tag(seq: u64, kind: Kind) -> u64 {
-    seq << 8 | kind as u64
-}
-
-/// The sequence number of a tag.
-pub(crate) fn tag_seq(tag: u64) -> u64 {
-    tag >> 8
-}
-
-/// The kind of a tag; anything but a put reads as a delete.
-pub(crate) fn tag_kind(tag: u64) -> Kind {
-    if tag & 0xff == Kind::Put as u64 {
-        Kind::Put
-    } else {
-        Kind::Delete
-    }
-}
-
-/// The largest tag visible at snapshot `seq`.
-pub(crate) fn max_tag(seq: u64) -> u64 {
-    seq << 8 | 0xff
-}
 
 /// A version's key in the skip list: user key ascending, tag descending.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,8 +43,8 @@ impl PartialOrd for VersionKey {
     }
 }
 
-/// A key with all its versions, newest first, as (tag, value).
-pub(crate) type KeyVersions = (Vec<u8>, Vec<(u64, Vec<u8>)>);
+/// One version in the memtable, borrowed (a reference-counted node).
+pub(crate) type MemEntry<'a> = crossbeam_skiplist::map::Entry<'a, VersionKey, Vec<u8>>;
 
 /// A version found by a read: key, tag, value (empty for a delete).
 #[derive(Clone, Debug)]
@@ -78,23 +54,36 @@ pub(crate) struct Found {
     pub value: Vec<u8>,
 }
 
-/// One memtable and the log that makes it durable.
+/// One memtable and the logs that make it durable.
 pub(crate) struct Memtable {
     map: SkipMap<VersionKey, Vec<u8>>,
     bytes: AtomicUsize,
     max_seq: AtomicU64,
-    /// File number of the write-ahead log holding these writes.
-    pub wal_number: u64,
+    /// File numbers of the write-ahead logs holding these writes,
+    /// ascending: one for a live memtable, all the replayed ones for the
+    /// memtable recovery builds.
+    pub logs: Vec<u64>,
 }
 
 impl Memtable {
+    /// An empty memtable whose writes go to log `wal_number`.
     pub(crate) fn new(wal_number: u64) -> Self {
+        Memtable::with_logs(vec![wal_number])
+    }
+
+    /// An empty memtable backed by `logs` (ascending).
+    pub(crate) fn with_logs(logs: Vec<u64>) -> Self {
         Memtable {
             map: SkipMap::new(),
             bytes: AtomicUsize::new(0),
             max_seq: AtomicU64::new(0),
-            wal_number,
+            logs,
         }
+    }
+
+    /// The oldest log this memtable needs (`u64::MAX` when none).
+    pub(crate) fn oldest_log(&self) -> u64 {
+        self.logs.first().copied().unwrap_or(u64::MAX)
     }
 
     /// Adds a version. Called by one writer at a time.
@@ -197,17 +186,10 @@ impl Memtable {
         }
     }
 
-    /// Every key with all its versions (newest first), in key order.
-    pub(crate) fn groups(&self) -> Vec<KeyVersions> {
-        let mut out: Vec<KeyVersions> = Vec::new();
-        for e in self.map.iter() {
-            let v = (e.key().tag, e.value().clone());
-            match out.last_mut() {
-                Some((k, versions)) if *k == e.key().key => versions.push(v),
-                _ => out.push((e.key().key.clone(), vec![v])),
-            }
-        }
-        out
+    /// Every version, in key order and newest first within a key. The
+    /// entries refer to the memtable's own nodes: nothing is copied.
+    pub(crate) fn versions(&self) -> impl Iterator<Item = MemEntry<'_>> + '_ {
+        self.map.iter()
     }
 
     /// Keys (with visible versions at `snap`) matching `accept`, in order.
@@ -232,6 +214,7 @@ impl Memtable {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dbformat::{tag_kind, tag_seq};
 
     #[test]
     fn versions_and_snapshots() {
@@ -252,9 +235,12 @@ mod tests {
             m.prev_visible(Some(b"b"), 4).map(|f| f.key),
             Some(b"a".to_vec())
         );
-        let g = m.groups();
-        assert_eq!(g.len(), 3);
-        assert_eq!(g[0].1.len(), 2);
-        assert_eq!(tag_seq(g[0].1[0].0), 3);
+        let v: Vec<(Vec<u8>, u64)> = m
+            .versions()
+            .map(|e| (e.key().key.clone(), e.key().tag))
+            .collect();
+        assert_eq!(v.len(), 4);
+        assert_eq!((v[0].0.as_slice(), tag_seq(v[0].1)), (&b"a"[..], 3));
+        assert_eq!((v[1].0.as_slice(), tag_seq(v[1].1)), (&b"a"[..], 1));
     }
 }

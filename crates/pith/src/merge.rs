@@ -11,9 +11,10 @@
 
 use std::sync::Arc;
 
-use crate::batch::Kind;
+use crate::dbformat::Kind;
+use crate::dbformat::{tag_kind, tag_seq};
 use crate::error::Result;
-use crate::memtable::{tag_kind, tag_seq, Memtable};
+use crate::memtable::{MemEntry, Memtable};
 use crate::segment::writer::{Group, GroupSource, ValueRef};
 use crate::segment::Segment;
 
@@ -44,38 +45,53 @@ pub(crate) fn retain<T>(versions: &mut Vec<(u64, T)>, snapshots: &[u64], bottomm
     }
 }
 
-/// A frozen memtable as a build input.
-pub(crate) struct MemSource {
+/// A frozen memtable as a build input. It holds references to the
+/// memtable's nodes, not copies of the values: a value is copied only when
+/// the builder asks for it.
+pub(crate) struct MemSource<'a> {
     groups: Vec<Group>,
-    values: Vec<Vec<u8>>,
+    entries: Vec<MemEntry<'a>>,
 }
 
-impl MemSource {
-    pub(crate) fn new(mem: &Memtable, snapshots: &[u64], bottommost: bool) -> Self {
-        let mut values = Vec::new();
-        let mut groups = Vec::new();
-        for (key, versions) in mem.groups() {
-            let mut vs: Vec<(u64, ValueRef)> = Vec::with_capacity(versions.len());
-            for (tag, value) in versions {
-                vs.push((
-                    tag,
-                    ValueRef {
-                        src: 0,
-                        index: values.len() as u64,
-                    },
-                ));
-                values.push(value);
+impl<'a> MemSource<'a> {
+    pub(crate) fn new(mem: &'a Memtable, snapshots: &[u64], bottommost: bool) -> Self {
+        let mut entries: Vec<MemEntry<'a>> = Vec::new();
+        let mut groups: Vec<Group> = Vec::new();
+        let mut pending: Option<Group> = None;
+        let finish = |g: Option<Group>, groups: &mut Vec<Group>| {
+            if let Some(mut g) = g {
+                retain(&mut g.versions, snapshots, bottommost);
+                if !g.versions.is_empty() {
+                    groups.push(g);
+                }
             }
-            retain(&mut vs, snapshots, bottommost);
-            if !vs.is_empty() {
-                groups.push(Group { key, versions: vs });
+        };
+        for e in mem.versions() {
+            let v = (
+                e.key().tag,
+                ValueRef {
+                    src: 0,
+                    index: entries.len() as u64,
+                },
+            );
+            match pending.as_mut() {
+                Some(g) if g.key == e.key().key => g.versions.push(v),
+                _ => {
+                    let next = Group {
+                        key: e.key().key.clone(),
+                        versions: vec![v],
+                    };
+                    finish(pending.replace(next), &mut groups);
+                }
             }
+            entries.push(e);
         }
-        MemSource { groups, values }
+        finish(pending, &mut groups);
+        MemSource { groups, entries }
     }
 }
 
-impl GroupSource for MemSource {
+impl GroupSource for MemSource<'_> {
     fn groups(&self) -> Box<dyn Iterator<Item = Result<Group>> + '_> {
         Box::new(self.groups.iter().map(|g| {
             Ok(Group {
@@ -87,8 +103,8 @@ impl GroupSource for MemSource {
 
     fn value(&self, v: &ValueRef, out: &mut Vec<u8>) -> Result<()> {
         out.clear();
-        if let Some(value) = self.values.get(v.index as usize) {
-            out.extend_from_slice(value);
+        if let Some(e) = self.entries.get(v.index as usize) {
+            out.extend_from_slice(e.value());
         }
         Ok(())
     }
@@ -158,7 +174,7 @@ impl GroupSource for MergeSource {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memtable::tag;
+    use crate::dbformat::tag;
 
     fn seqs(v: &[(u64, ())]) -> Vec<u64> {
         v.iter().map(|x| tag_seq(x.0)).collect()

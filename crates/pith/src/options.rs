@@ -5,7 +5,11 @@
 //! is set, as in LevelDB and RocksDB; memtables of 64 MiB; flushed segments
 //! use fast zstd-dict compression and merges the best codec by trial.
 
+use std::sync::Arc;
+
 use pith_zip::{Codec, CodecChoice};
+
+use crate::env::Fs;
 
 /// Options for [`crate::DB::open`].
 #[derive(Clone, Debug)]
@@ -46,9 +50,28 @@ pub struct Options {
     /// a thirty-second (its hash chains take twelve times its size), at
     /// some cost in compression; for memory-limited deployments.
     pub build_memory_bytes: Option<usize>,
+    /// The file system every file of the database goes through; default
+    /// the operating system's ([`crate::env::RealFs`]). Tests pass a
+    /// [`crate::env::MemFs`] or a [`crate::env::FaultFs`].
+    pub fs: Arc<dyn Fs>,
 }
 
 impl Options {
+    /// Checks the options a database cannot run with.
+    pub(crate) fn validate(&self) -> crate::Result<()> {
+        if self.memtable_bytes == 0
+            || self.max_frozen_memtables == 0
+            || self.merge_trigger == 0
+            || self.max_merge_width < 2
+            || self.stall_segments <= self.merge_trigger
+        {
+            return Err(crate::Error::InvalidArgument(
+                "memtable_bytes, max_frozen_memtables and merge_trigger must be positive, max_merge_width at least 2, stall_segments above merge_trigger".into(),
+            ));
+        }
+        Ok(())
+    }
+
     /// `zip` shrunk to fit [`Options::build_memory_bytes`].
     pub(crate) fn within_build_budget(&self, zip: &pith_zip::Options) -> pith_zip::Options {
         let mut zip = zip.clone();
@@ -81,6 +104,7 @@ impl Default for Options {
             bloom_bits_per_key: 10,
             bulk_chunk_bytes: 256 << 20,
             build_memory_bytes: None,
+            fs: crate::env::default_fs(),
         }
     }
 }

@@ -1,54 +1,44 @@
-//! The write path: group commit, memtable switches, backpressure, bulk
-//! loads.
+//! The write path: group commit, memtable switches, backpressure.
 //!
 //! Writers queue their batches; the writer at the head of the queue, when
-//! no other leader is active, becomes the leader: it takes the head's
+//! no other holds the writer role, becomes the leader: it takes the head's
 //! batch and those queued behind it (up to 1 MiB), assigns them
 //! consecutive sequence numbers, appends them to the log in one write
-//! (one fsync if any asked for `sync`), inserts them into the memtable,
-//! publishes the last sequence number, and wakes the followers. So a batch
-//! is atomic for readers (published at once) and for recovery (one log
-//! record, checksummed).
+//! (one sync if any asked for `sync`), inserts them into the memtable,
+//! publishes the last sequence number, and hands every follower the
+//! group's result (the same typed error on failure). So a batch is atomic
+//! for readers (published at once) and for recovery (one log record,
+//! checksummed).
 //!
-//! The "writer role" (`Queue::busy`) is also taken by memtable switches
+//! The writer role (`Queue::busy`) is also taken by memtable switches
 //! from `flush()` and by bulk loads, so nothing else appends to the log or
-//! assigns sequence numbers meanwhile.
+//! assigns sequence numbers meanwhile. It is released by a guard, so a
+//! panicking leader does not leave every later writer waiting.
+//!
+//! Failures: a failed append or sync of the log leaves its tail unknown,
+//! and a failed sync may have dropped acknowledged writes (a retry can
+//! report success falsely), so either stops writes until reopen. A switch
+//! that cannot create the next log (a full disk) fails the write that
+//! needed it and changes nothing: writing resumes once space is freed.
 //!
 //! Backpressure: a full memtable is frozen only while fewer than
 //! `max_frozen_memtables` wait to be built and fewer than `stall_segments`
 //! segments exist; otherwise the leader (and so every writer) waits for the
 //! background thread.
 
-use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
-use crate::batch::{Kind, WriteBatch};
-use crate::db::{entry_of, lock, Bg, Inner, State, DB};
+use crate::batch::WriteBatch;
+use crate::core::{lock, Inner, Slot, State};
 use crate::error::{Error, Result};
-use crate::manifest;
-use crate::memtable::{tag, Memtable};
+use crate::filename::FileKind;
+use crate::memtable::Memtable;
 use crate::options::WriteOptions;
-use crate::segment::writer::{Group, GroupSource, ValueRef};
-use crate::wal::WalWriter;
+use crate::wal::{WalWriter, MAX_RECORD};
 
 /// Largest group one leader commits.
 const MAX_GROUP_BYTES: usize = 1 << 20;
-
-/// One queued write.
-pub(crate) struct Slot {
-    batch: Mutex<WriteBatch>,
-    sync: bool,
-    /// Set by the leader that committed it: `Err` carries the message.
-    done: Mutex<Option<Result<(), String>>>,
-}
-
-/// The writers' queue.
-#[derive(Default)]
-pub(crate) struct Queue {
-    pending: VecDeque<Arc<Slot>>,
-    busy: bool,
-}
 
 /// Holds the writer role; released on drop.
 pub(crate) struct WriterRole<'a> {
@@ -64,7 +54,7 @@ impl Drop for WriterRole<'_> {
 }
 
 impl Inner {
-    /// Waits until no leader is active and takes the role.
+    /// Waits until no one holds the writer role and takes it.
     pub(crate) fn writer_role(&self) -> WriterRole<'_> {
         let mut q = lock(&self.queue);
         while q.busy {
@@ -74,43 +64,42 @@ impl Inner {
         WriterRole { inner: self }
     }
 
-    /// Waits until `done(state, bg)` holds, or a background failure.
-    pub(crate) fn wait_for(&self, done: impl Fn(&State, &Bg) -> bool) -> Result<()> {
-        let mut bg = lock(&self.bg);
-        loop {
-            if done(&self.current(), &bg) {
-                return Ok(());
-            }
-            if let Some(e) = &bg.error {
-                return Err(Error::Poisoned(e.clone()));
-            }
-            if bg.shutdown {
-                return Err(Error::Poisoned("the database is closing".into()));
-            }
-            bg = self.bg_cv.wait(bg).unwrap_or_else(|p| p.into_inner());
-        }
-    }
-
     /// Freezes the live memtable behind a new log. Caller holds the writer
     /// role.
     pub(crate) fn switch_memtable(&self) -> Result<()> {
         let number = self.new_file_number();
-        let wal = WalWriter::create(&self.file(number, "wal"))?;
-        manifest::sync_dir(&self.dir)?;
-        let mut old = std::mem::replace(&mut *lock(&self.wal), wal);
-        if let Err(e) = old.sync() {
-            // A failed fsync may have dropped acknowledged writes; a retry
-            // can report success falsely. Accept no more writes.
-            self.poison(&e);
-            return Err(e);
+        let path = self.file(number, FileKind::Wal);
+        let fs = &*self.fs;
+        let created = WalWriter::create(fs, &path).and_then(|w| {
+            fs.sync_dir(&self.dir)
+                .map(|()| w)
+                .map_err(|e| Error::io(&self.dir, e))
+        });
+        let wal = match created {
+            Ok(w) => w,
+            Err(e) => {
+                // Nothing refers to the new log yet; the old one goes on.
+                let _ = fs.remove(&path);
+                return Err(e);
+            }
+        };
+        let mut slot = lock(&self.wal);
+        if let Some(old) = slot.as_mut() {
+            if let Err(e) = old.sync() {
+                // A failed sync may have dropped acknowledged writes; a
+                // retry can report success falsely. Accept no more writes.
+                self.poison(&e);
+                return Err(e);
+            }
         }
+        *slot = Some(wal);
+        drop(slot);
         self.set_state(|st| State {
             mem: Arc::new(Memtable::new(number)),
             frozen: st.frozen.iter().cloned().chain([st.mem.clone()]).collect(),
             segments: st.segments.clone(),
         });
-        let _bg = lock(&self.bg);
-        self.bg_cv.notify_all();
+        self.notify_bg();
         Ok(())
     }
 
@@ -120,6 +109,9 @@ impl Inner {
         loop {
             if let Some(e) = &bg.error {
                 return Err(Error::Poisoned(e.clone()));
+            }
+            if bg.shutdown {
+                return Err(Error::Closing);
             }
             let st = self.current();
             if st.mem.approximate_bytes() < self.options.memtable_bytes {
@@ -137,15 +129,21 @@ impl Inner {
 
     /// Logs and applies one group. Caller is the leader.
     fn commit_group(&self, group: &[Arc<Slot>]) -> Result<()> {
-        self.check_poisoned()?;
+        self.check_writable()?;
         self.make_room()?;
         let mem = self.current().mem.clone();
-        let mut wal = lock(&self.wal);
+        let mut slot = lock(&self.wal);
+        let wal = slot.as_mut().ok_or_else(|| Error::ReadOnly {
+            path: self.dir.clone(),
+        })?;
         let first = self.last_seq.load(Ordering::Acquire) + 1;
         let mut seq = first;
         for s in group {
             let mut b = lock(&s.batch);
-            wal.add(b.encode_with_seq(seq))?;
+            if let Err(e) = wal.add(b.encode_with_seq(seq)) {
+                wal.discard();
+                return Err(e);
+            }
             seq += b.len() as u64;
         }
         let sync = group.iter().any(|s| s.sync);
@@ -154,7 +152,7 @@ impl Inner {
             self.poison(&e);
             return Err(e);
         }
-        drop(wal);
+        drop(slot);
         let mut seq = first;
         for s in group {
             let b = lock(&s.batch);
@@ -167,11 +165,18 @@ impl Inner {
         Ok(())
     }
 
+    /// Applies `batch` through group commit.
     pub(crate) fn write(&self, options: WriteOptions, batch: WriteBatch) -> Result<()> {
         if batch.is_empty() {
             return Ok(());
         }
+        self.check_writable()?;
         let len = batch.encoded_len();
+        if len > MAX_RECORD {
+            return Err(Error::InvalidArgument(format!(
+                "write batch of {len} bytes exceeds the {MAX_RECORD} byte limit"
+            )));
+        }
         let slot = Arc::new(Slot {
             batch: Mutex::new(batch),
             sync: options.sync,
@@ -181,7 +186,7 @@ impl Inner {
         q.pending.push_back(slot.clone());
         loop {
             if let Some(r) = lock(&slot.done).take() {
-                return r.map_err(Error::Poisoned);
+                return r;
             }
             let head = q.pending.front().is_some_and(|h| Arc::ptr_eq(h, &slot));
             if head && !q.busy {
@@ -190,6 +195,7 @@ impl Inner {
             q = self.queue_cv.wait(q).unwrap_or_else(|p| p.into_inner());
         }
         q.busy = true;
+        let role = WriterRole { inner: self };
         let mut group = Vec::new();
         let mut bytes = 0;
         while let Some(s) = q.pending.front() {
@@ -204,175 +210,10 @@ impl Inner {
         }
         drop(q);
         let result = self.commit_group(&group);
-        let shared = result.as_ref().map(|_| ()).map_err(|e| e.to_string());
         for s in &group[1..] {
-            *lock(&s.done) = Some(shared.clone());
+            *lock(&s.done) = Some(result.clone());
         }
-        let mut q = lock(&self.queue);
-        q.busy = false;
-        self.queue_cv.notify_all();
-        drop(q);
+        drop(role);
         result
-    }
-}
-
-/// A sorted chunk of a bulk load as a build input.
-struct BulkSource {
-    records: Vec<(Vec<u8>, Vec<u8>)>,
-    tag: u64,
-}
-
-impl GroupSource for BulkSource {
-    fn groups(&self) -> Box<dyn Iterator<Item = Result<Group>> + '_> {
-        Box::new(self.records.iter().enumerate().map(|(i, (k, _))| {
-            Ok(Group {
-                key: k.clone(),
-                versions: vec![(
-                    self.tag,
-                    ValueRef {
-                        src: 0,
-                        index: i as u64,
-                    },
-                )],
-            })
-        }))
-    }
-
-    fn value(&self, v: &ValueRef, out: &mut Vec<u8>) -> Result<()> {
-        out.clear();
-        if let Some((_, value)) = self.records.get(v.index as usize) {
-            out.extend_from_slice(value);
-        }
-        Ok(())
-    }
-}
-
-/// What a bulk load did.
-#[derive(Clone, Debug, Default)]
-pub struct BulkStats {
-    /// Records read from the input.
-    pub records: u64,
-    /// Distinct keys written (the last value of a repeated key wins).
-    pub keys: u64,
-    /// Segments built.
-    pub segments: u64,
-}
-
-impl DB {
-    /// Puts `key -> value`.
-    pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
-        let mut b = WriteBatch::new();
-        b.put(key, value);
-        self.write(WriteOptions::default(), b)
-    }
-
-    /// Deletes `key` (a no-op if absent).
-    pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
-        let mut b = WriteBatch::new();
-        b.delete(key);
-        self.write(WriteOptions::default(), b)
-    }
-
-    /// Applies `batch` atomically: readers and recovery see all of it or
-    /// none of it.
-    pub fn write(&self, options: WriteOptions, batch: WriteBatch) -> Result<()> {
-        self.inner.write(options, batch)
-    }
-
-    /// Loads many records straight into segments, without the log: the
-    /// input is cut into chunks of `Options::bulk_chunk_bytes`, each sorted
-    /// (the last of repeated keys wins) and built into one segment, made
-    /// durable and added to the manifest. Other writers wait while it runs;
-    /// readers do not. Call [`DB::compact`] afterwards to merge the chunks.
-    pub fn bulk_load<I, K, V>(&self, records: I) -> Result<BulkStats>
-    where
-        I: IntoIterator<Item = (K, V)>,
-        K: AsRef<[u8]>,
-        V: AsRef<[u8]>,
-    {
-        self.try_bulk_load(records.into_iter().map(Ok::<_, Error>))
-    }
-
-    /// [`DB::bulk_load`] over a fallible input; the first input error stops
-    /// the load (chunks already built stay loaded) and is returned.
-    pub fn try_bulk_load<I, K, V, E>(&self, records: I) -> Result<BulkStats, E>
-    where
-        I: IntoIterator<Item = Result<(K, V), E>>,
-        K: AsRef<[u8]>,
-        V: AsRef<[u8]>,
-        E: From<Error>,
-    {
-        let inner = &self.inner;
-        let _role = inner.writer_role();
-        inner.check_poisoned()?;
-        if !inner.current().mem.is_empty() {
-            inner.switch_memtable()?;
-        }
-        inner.wait_for(|st, _| st.frozen.is_empty())?;
-        let mut stats = BulkStats::default();
-        let mut chunk: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-        let mut bytes = 0usize;
-        let mut input = records.into_iter();
-        loop {
-            let next = input.next().transpose()?;
-            if let Some((k, v)) = &next {
-                let (k, v) = (k.as_ref(), v.as_ref());
-                bytes += k.len() + v.len() + 48;
-                chunk.push((k.to_vec(), v.to_vec()));
-                stats.records += 1;
-                if bytes < inner.options.bulk_chunk_bytes {
-                    continue;
-                }
-            }
-            if !chunk.is_empty() {
-                stats.keys += self.load_chunk(std::mem::take(&mut chunk))?;
-                stats.segments += 1;
-                bytes = 0;
-            }
-            if next.is_none() {
-                return Ok(stats);
-            }
-        }
-    }
-
-    /// Sorts, builds and installs one chunk; returns its distinct keys.
-    fn load_chunk(&self, mut records: Vec<(Vec<u8>, Vec<u8>)>) -> Result<u64> {
-        let inner = &self.inner;
-        // Stable sort, then keep the last of each run of equal keys.
-        records.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut deduped: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(records.len());
-        for r in records {
-            match deduped.last_mut() {
-                Some(last) if last.0 == r.0 => *last = r,
-                _ => deduped.push(r),
-            }
-        }
-        let seq = inner.last_seq.load(Ordering::Acquire) + 1;
-        let source = BulkSource {
-            records: deduped,
-            tag: tag(seq, Kind::Put),
-        };
-        let Some(segment) = inner.build_segment(&source, &inner.options.merge_zip)? else {
-            return Ok(0);
-        };
-        {
-            let mut m = lock(&inner.manifest);
-            m.segments.push(entry_of(&segment));
-            m.last_seq = seq;
-            m.write(&inner.dir)?;
-        }
-        // Publish the segment and its sequence number together, under the
-        // state lock, so no reader or snapshot sees one without the other.
-        inner.set_state(|st| {
-            inner.last_seq.store(seq, Ordering::Release);
-            State {
-                mem: st.mem.clone(),
-                frozen: st.frozen.clone(),
-                segments: st.segments.iter().cloned().chain([segment]).collect(),
-            }
-        });
-        let _bg = lock(&inner.bg);
-        inner.bg_cv.notify_all();
-        Ok(source.records.len() as u64)
     }
 }

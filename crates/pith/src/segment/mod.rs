@@ -19,17 +19,17 @@ pub(crate) mod format;
 mod tags;
 pub(crate) mod writer;
 
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
-use memmap2::Mmap;
 use pith_trie::Trie;
 use pith_zip::Store;
 
-use crate::batch::Kind;
+use crate::dbformat::Kind;
+use crate::dbformat::{tag_kind, tag_seq};
+use crate::env::{FileBytes, Fs};
 use crate::error::{Error, Result};
-use crate::memtable::{tag_kind, tag_seq};
 pub(crate) use bloom::hash as key_hash;
 use bloom::Bloom;
 use format::{Header, HeaderError, HEADER_BYTES, SECTIONS, SECTION_NAMES};
@@ -54,7 +54,9 @@ pub(crate) struct Segment {
     /// Set when a merge has replaced this segment: the file is removed when
     /// the last reader lets go.
     obsolete: AtomicBool,
-    map: Mmap,
+    /// Removes the file when obsolete (`None`: bytes not from a file).
+    fs: Option<Arc<dyn Fs>>,
+    map: FileBytes,
 }
 
 /// Sizes and counts of one segment, for stats.
@@ -91,25 +93,22 @@ fn words(bytes: &[u8]) -> Option<&[u64]> {
 }
 
 impl Segment {
-    /// Opens and validates the segment file `number` at `path`.
-    pub(crate) fn open(path: &Path, number: u64) -> Result<Segment> {
-        let file = File::open(path).map_err(|e| Error::io(path, e))?;
-        // SAFETY: segment files are written once (as `.tmp`, then renamed)
-        // and never modified while the database is open; the LOCK file keeps
-        // other PithDB processes out. Every byte read through the map is
-        // validated below before use.
-        let map = unsafe { Mmap::map(&file) }.map_err(|e| Error::io(path, e))?;
-        #[cfg(unix)]
-        let _ = map.advise(memmap2::Advice::Random);
-        Segment::from_map(map, path, number)
+    /// Opens and validates the segment file `number` at `path` (mapped
+    /// where the file system can; see `env::RealFs` on truncation).
+    pub(crate) fn open(fs: &Arc<dyn Fs>, path: &Path, number: u64) -> Result<Segment> {
+        let map = fs.map(path).map_err(|e| Error::io(path, e))?;
+        let mut segment = Segment::from_bytes(map, path, number)?;
+        segment.fs = Some(fs.clone());
+        Ok(segment)
     }
 
-    /// Validates a mapped segment; `path` names it in errors.
-    pub(crate) fn from_map(map: Mmap, path: &Path, number: u64) -> Result<Segment> {
-        // SAFETY: the slice points into the mapping owned by `map`, which
-        // lives in the same struct, is never moved out or remapped, and is
-        // dropped after every field that borrows it (declaration order).
-        // A mapping's address does not change when the `Mmap` value moves.
+    /// Validates a segment's bytes; `path` names it in errors.
+    pub(crate) fn from_bytes(map: FileBytes, path: &Path, number: u64) -> Result<Segment> {
+        // SAFETY: the slice points into the bytes owned by `map` (a mapping
+        // or a heap allocation), which lives in the same struct, is never
+        // moved out or changed, and is dropped after every field that
+        // borrows it (declaration order). Neither a mapping's address nor a
+        // heap allocation's changes when the `FileBytes` value moves.
         let bytes: &'static [u8] = unsafe { std::slice::from_raw_parts(map.as_ptr(), map.len()) };
         let corrupt = |offset: u64, detail: String| Error::corrupt(path, offset, detail);
         let header = Header::decode(bytes).map_err(|e| match e {
@@ -123,7 +122,7 @@ impl Segment {
             HeaderError::Checksum { stored, computed } => corrupt(176, format!("segment header checksum mismatch (stored {stored:#010x}, computed {computed:#010x})")),
             HeaderError::Reserved => corrupt(12, "reserved header fields are not zero".into()),
         })?;
-        if header.min_seq > header.max_seq || header.max_seq >= crate::wal::MAX_SEQ {
+        if header.min_seq > header.max_seq || header.max_seq >= crate::dbformat::MAX_SEQ {
             return Err(corrupt(
                 32,
                 format!(
@@ -235,6 +234,7 @@ impl Segment {
             number,
             path: path.to_path_buf(),
             obsolete: AtomicBool::new(false),
+            fs: None,
             map,
         })
     }
@@ -391,9 +391,14 @@ impl Segment {
 
 impl Drop for Segment {
     fn drop(&mut self) {
-        if self.obsolete.load(Ordering::Acquire) {
-            // Best effort: a file left behind is removed at the next open.
-            let _ = std::fs::remove_file(&self.path);
+        if let Some(fs) = self
+            .fs
+            .as_ref()
+            .filter(|_| self.obsolete.load(Ordering::Acquire))
+        {
+            // Best effort: a file left behind is not in the manifest, and
+            // the next open removes it.
+            let _ = fs.remove(&self.path);
         }
     }
 }

@@ -8,8 +8,8 @@
 //! number, spends one bit per record; a flushed memtable about
 //! `log2(writes)` bits.
 
-use crate::batch::Kind;
-use crate::memtable::{tag, tag_kind, tag_seq};
+use crate::dbformat::Kind;
+use crate::dbformat::{tag, tag_kind, tag_seq};
 
 /// Packs `tags` (full tags) relative to `min_seq`.
 pub(crate) fn pack(tags: &[u64], min_seq: u64) -> Vec<u64> {

@@ -10,16 +10,19 @@
 //!
 //! Record ids: `0..keys` are the newest versions in key (trie id) order;
 //! `keys..records` the older versions, grouped by key in key order, newest
-//! first within a group. The file is written as `NAME.tmp`, synced, and
-//! renamed, so a segment file either exists whole or not at all.
+//! first within a group. The file is written as `NNNNNN.tmp`, synced, and
+//! renamed to `NNNNNN.seg`, so a segment file either exists whole or not at
+//! all; a build that fails removes its temporary file before returning, so
+//! a full disk gets its space back at once. The caller syncs the directory.
 
 use std::cell::RefCell;
-use std::fs::File;
-use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::io::{BufWriter, Write};
 use std::path::Path;
 
+use crate::dbformat::tag_seq;
+use crate::env::{Fs, WritableFile};
 use crate::error::{Error, Result};
-use crate::memtable::tag_seq;
+use crate::filename::{self, FileKind};
 use crate::segment::format::{Header, Section, BLOOM, HEADER_BYTES, HISTORY, STORE, TAGS, TRIE};
 use crate::segment::{bloom, tags};
 
@@ -99,23 +102,23 @@ const SYNC_EVERY: u64 = 4 << 20;
 
 /// A file that syncs its data every [`SYNC_EVERY`] bytes written.
 struct SyncingFile {
-    file: File,
+    file: Box<dyn WritableFile>,
     unsynced: u64,
 }
 
 impl Write for SyncingFile {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.file.write(buf)?;
-        self.unsynced += n as u64;
+        self.file.append(buf)?;
+        self.unsynced += buf.len() as u64;
         if self.unsynced >= SYNC_EVERY {
-            self.file.sync_data()?;
+            self.file.sync()?;
             self.unsynced = 0;
         }
-        Ok(n)
+        Ok(buf.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        self.file.flush()
+        Ok(())
     }
 }
 
@@ -166,10 +169,41 @@ impl Iterator for Values<'_> {
     }
 }
 
-/// Builds the segment at `path`; returns false (and writes no file) when
-/// the source yields no versions.
+/// Builds segment `number` in `dir`; returns false (and leaves no file)
+/// when the source yields no versions. On error no file is left either.
 pub(crate) fn write_segment(
-    path: &Path,
+    fs: &dyn Fs,
+    dir: &Path,
+    number: u64,
+    source: &dyn GroupSource,
+    zip: &pith_zip::Options,
+    bloom_bits_per_key: u32,
+) -> Result<bool> {
+    let tmp = filename::path(dir, number, FileKind::Temp);
+    let result = build(fs, &tmp, source, zip, bloom_bits_per_key);
+    match result {
+        Ok(true) => {
+            let path = filename::path(dir, number, FileKind::Segment);
+            fs.rename(&tmp, &path).map_err(|e| {
+                let _ = fs.remove(&tmp);
+                Error::io(&path, e)
+            })?;
+            Ok(true)
+        }
+        Ok(false) => Ok(false),
+        Err(e) => {
+            // The partial file: NotFound when the failure came before it.
+            let _ = fs.remove(&tmp);
+            Err(e)
+        }
+    }
+}
+
+/// Writes and syncs the segment as `tmp`; false when there is nothing to
+/// write (and no file).
+fn build(
+    fs: &dyn Fs,
+    tmp: &Path,
     source: &dyn GroupSource,
     zip: &pith_zip::Options,
     bloom_bits_per_key: u32,
@@ -189,7 +223,7 @@ pub(crate) fn write_segment(
             continue;
         };
         trie.push(&g.key)
-            .map_err(|e| Error::InvalidArgument(format!("segment build: {e}")))?;
+            .map_err(|e| Error::Internal(format!("segment build: {e}")))?;
         raw_key_bytes += g.key.len() as u64;
         hashes.push(bloom::hash(&g.key));
         if g.versions.len() > 1 {
@@ -219,11 +253,10 @@ pub(crate) fn write_segment(
     drop(hashes);
     let trie_bytes = trie
         .finish()
-        .map_err(|e| Error::InvalidArgument(format!("segment build: {e}")))?;
+        .map_err(|e| Error::Internal(format!("segment build: {e}")))?;
 
-    let tmp = path.with_extension("tmp");
-    let io = |e| Error::io(&tmp, e);
-    let file = File::create(&tmp).map_err(io)?;
+    let io = |e| Error::io(tmp, e);
+    let file = fs.create(tmp).map_err(io)?;
     let mut w = SectionWriter {
         inner: BufWriter::with_capacity(1 << 20, SyncingFile { file, unsynced: 0 }),
         pos: 0,
@@ -260,11 +293,11 @@ pub(crate) fn write_segment(
         return Err(e);
     }
     let built = built.map_err(|e| match e {
-        pith_zip::Error::Io(source) => Error::io(&tmp, source),
-        other => Error::InvalidArgument(format!("segment build: record store: {other}")),
+        pith_zip::Error::Io(source) => Error::io(tmp, source),
+        other => Error::Internal(format!("segment build: record store: {other}")),
     })?;
     if built.records != records {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::Internal(format!(
             "segment build: the source yielded {} values for {records} versions",
             built.records
         )));
@@ -280,12 +313,9 @@ pub(crate) fn write_segment(
     let mut file = w
         .inner
         .into_inner()
-        .map_err(|e| Error::io(&tmp, e.into_error()))?
+        .map_err(|e| Error::io(tmp, e.into_error()))?
         .file;
-    file.seek(SeekFrom::Start(0)).map_err(io)?;
-    file.write_all(&header.encode()).map_err(io)?;
-    file.sync_all().map_err(io)?;
-    drop(file);
-    std::fs::rename(&tmp, path).map_err(|e| Error::io(path, e))?;
+    file.write_at(0, &header.encode()).map_err(io)?;
+    file.sync().map_err(io)?;
     Ok(true)
 }

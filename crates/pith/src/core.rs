@@ -1,0 +1,363 @@
+//! The shared core of an open database: what every part of the engine
+//! reads and changes, and the one path that changes the set of segments.
+//!
+//! Shared state, and who may change it:
+//!
+//! * `state` (`RwLock<Arc<State>>`): the live memtable, frozen memtables
+//!   (oldest first) and segments (oldest first). Readers clone the `Arc`
+//!   and then read the published sequence number, so they see every
+//!   version up to it in that `State` (a memtable switch after the clone
+//!   only adds newer versions). Replaced, never mutated in place.
+//! * `last_seq`: the highest published sequence number, stored by the
+//!   write leader after a group's versions are all in the memtable, and by
+//!   a bulk load together with its segment (under the state lock).
+//! * `manifest`: the on-disk truth. Changed only by [`Inner::apply`], which
+//!   writes a changed copy, installs it only once it is durable, and only
+//!   then publishes the new `state`; a failed write leaves the old one
+//!   installed and stops writes ([`Inner::poison`]), since the disk may
+//!   hold either version.
+//! * `bg`: background bookkeeping and the failure that stopped writes.
+//!
+//! Lock order: writer role (`queue.busy`) -> manifest -> state -> bg.
+//! Higher modules (write path, background thread, recovery, the `DB`
+//! handle) import this one; it imports none of them.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+
+use crate::batch::WriteBatch;
+use crate::env::{FileLock, Fs};
+use crate::error::{Error, Result};
+use crate::filename::{self, FileKind};
+use crate::manifest::{Manifest, SegmentEntry};
+use crate::memtable::Memtable;
+use crate::merge::MemSource;
+use crate::options::Options;
+use crate::segment::writer::{write_segment, GroupSource};
+use crate::segment::Segment;
+use crate::wal::WalWriter;
+
+/// What a read sees: memtables and segments.
+pub(crate) struct State {
+    pub mem: Arc<Memtable>,
+    /// Frozen memtables waiting to be built, oldest first.
+    pub frozen: Vec<Arc<Memtable>>,
+    /// Live segments, oldest first.
+    pub segments: Vec<Arc<Segment>>,
+}
+
+/// Background bookkeeping, guarded by `Inner::bg`.
+#[derive(Default)]
+pub(crate) struct Bg {
+    pub shutdown: bool,
+    pub compactions_requested: u64,
+    pub compactions_done: u64,
+    /// The first failure that stopped writes.
+    pub error: Option<Arc<Error>>,
+}
+
+/// One queued write.
+pub(crate) struct Slot {
+    pub batch: Mutex<WriteBatch>,
+    pub sync: bool,
+    /// Set by the leader that committed it.
+    pub done: Mutex<Option<Result<()>>>,
+}
+
+/// The writers' queue.
+#[derive(Default)]
+pub(crate) struct Queue {
+    pub pending: VecDeque<Arc<Slot>>,
+    /// Some writer holds the writer role.
+    pub busy: bool,
+}
+
+/// A change to the set of segments and logs, applied by [`Inner::apply`].
+#[derive(Default)]
+pub(crate) struct Edit {
+    /// The new segment, if any: in place of `replaces` when that is not
+    /// empty (a merge), else after every other segment.
+    pub added: Option<Arc<Segment>>,
+    /// File numbers of adjacent segments the new one replaces.
+    pub replaces: Vec<u64>,
+    /// A frozen memtable now held by `added`: it leaves the state and its
+    /// logs stop being needed.
+    pub flushed: Option<Arc<Memtable>>,
+    /// Raise the manifest's last sequence number to this.
+    pub last_seq: u64,
+    /// Publish this sequence number with the state (a bulk load).
+    pub publish_seq: Option<u64>,
+}
+
+/// Everything an open database shares among its threads.
+pub(crate) struct Inner {
+    pub dir: PathBuf,
+    pub options: Options,
+    pub fs: Arc<dyn Fs>,
+    /// Opened read-only: no writes, no background thread.
+    pub read_only: bool,
+    pub state: RwLock<Arc<State>>,
+    pub last_seq: AtomicU64,
+    pub queue: Mutex<Queue>,
+    pub queue_cv: Condvar,
+    /// The live memtable's log; `None` when read-only.
+    pub wal: Mutex<Option<WalWriter>>,
+    pub manifest: Mutex<Manifest>,
+    pub snapshots: Arc<Mutex<BTreeMap<u64, usize>>>,
+    pub bg: Mutex<Bg>,
+    pub bg_cv: Condvar,
+    pub _lock: Option<Box<dyn FileLock>>,
+}
+
+/// Locks a mutex, recovering the guard if a panicking thread poisoned it
+/// (the data it guards is replaced whole, never left half-changed).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The manifest entry describing `s`.
+pub(crate) fn entry_of(s: &Segment) -> SegmentEntry {
+    SegmentEntry {
+        number: s.number,
+        keys: s.keys(),
+        records: s.records(),
+        min_seq: s.min_seq(),
+        max_seq: s.max_seq(),
+        file_bytes: s.file_bytes(),
+    }
+}
+
+impl Inner {
+    pub(crate) fn current(&self) -> Arc<State> {
+        self.state.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The state and the published sequence number, read under one lock so
+    /// a bulk load (which changes both under the write lock) is seen whole.
+    pub(crate) fn view(&self) -> (Arc<State>, u64) {
+        let guard = self.state.read().unwrap_or_else(|p| p.into_inner());
+        (guard.clone(), self.last_seq.load(Ordering::Acquire))
+    }
+
+    pub(crate) fn set_state(&self, f: impl FnOnce(&State) -> State) {
+        let mut guard = self.state.write().unwrap_or_else(|p| p.into_inner());
+        let next = f(&guard);
+        *guard = Arc::new(next);
+    }
+
+    pub(crate) fn file(&self, number: u64, kind: FileKind) -> PathBuf {
+        filename::path(&self.dir, number, kind)
+    }
+
+    pub(crate) fn new_file_number(&self) -> u64 {
+        let mut m = lock(&self.manifest);
+        let n = m.next_file;
+        m.next_file += 1;
+        n
+    }
+
+    /// Live snapshot sequence numbers, ascending.
+    pub(crate) fn snapshot_list(&self) -> Vec<u64> {
+        lock(&self.snapshots).keys().copied().collect()
+    }
+
+    /// Fails when writes are not possible: read-only, or stopped by an
+    /// earlier failure.
+    pub(crate) fn check_writable(&self) -> Result<()> {
+        if self.read_only {
+            return Err(Error::ReadOnly {
+                path: self.dir.clone(),
+            });
+        }
+        match &lock(&self.bg).error {
+            Some(e) => Err(Error::Poisoned(e.clone())),
+            None => Ok(()),
+        }
+    }
+
+    /// Stops writes because of `e` (the first cause is kept) and wakes
+    /// everyone waiting on the background thread.
+    pub(crate) fn poison(&self, e: &Error) {
+        let mut bg = lock(&self.bg);
+        if bg.error.is_none() {
+            let cause = match e {
+                Error::Poisoned(cause) => cause.clone(),
+                other => Arc::new(other.clone()),
+            };
+            bg.error = Some(cause);
+        }
+        self.bg_cv.notify_all();
+    }
+
+    /// Wakes everyone waiting on the background thread.
+    pub(crate) fn notify_bg(&self) {
+        let _bg = lock(&self.bg);
+        self.bg_cv.notify_all();
+    }
+
+    /// Waits until `done(state, bg)` holds, or writes stop, or the
+    /// database closes.
+    pub(crate) fn wait_for(&self, done: impl Fn(&State, &Bg) -> bool) -> Result<()> {
+        let mut bg = lock(&self.bg);
+        loop {
+            if done(&self.current(), &bg) {
+                return Ok(());
+            }
+            if let Some(e) = &bg.error {
+                return Err(Error::Poisoned(e.clone()));
+            }
+            if bg.shutdown {
+                return Err(Error::Closing);
+            }
+            bg = self.bg_cv.wait(bg).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// Builds a segment from a frozen memtable (not yet installed).
+    pub(crate) fn build_from_memtable(
+        &self,
+        mem: &Memtable,
+        bottommost: bool,
+    ) -> Result<Option<Arc<Segment>>> {
+        let snapshots = self.snapshot_list();
+        let source = MemSource::new(mem, &snapshots, bottommost);
+        // A small memtable gets a proportionally small training sample:
+        // dictionary training needs several times its sample in memory,
+        // which must not dwarf the memtable it builds.
+        let mut zip = self.options.flush_zip.clone();
+        zip.sample_bytes = zip
+            .sample_bytes
+            .min(self.options.memtable_bytes / 4)
+            .max(64 << 10);
+        self.build_segment(&source, &zip)
+    }
+
+    /// Writes a new segment file from `source`, makes its name durable and
+    /// opens it; `None` (and no file) when the source yields nothing. The
+    /// caller installs it with [`Inner::apply`].
+    pub(crate) fn build_segment(
+        &self,
+        source: &dyn GroupSource,
+        zip: &pith_zip::Options,
+    ) -> Result<Option<Arc<Segment>>> {
+        let zip = self.options.within_build_budget(zip);
+        let number = self.new_file_number();
+        let fs = &*self.fs;
+        if !write_segment(
+            fs,
+            &self.dir,
+            number,
+            source,
+            &zip,
+            self.options.bloom_bits_per_key,
+        )? {
+            return Ok(None);
+        }
+        let path = self.file(number, FileKind::Segment);
+        let opened = fs
+            .sync_dir(&self.dir)
+            .map_err(|e| Error::io(&self.dir, e))
+            .and_then(|()| Segment::open(&self.fs, &path, number));
+        match opened {
+            Ok(s) => Ok(Some(Arc::new(s))),
+            Err(e) => {
+                // Not in any manifest: garbage, whatever happens next.
+                let _ = fs.remove(&path);
+                Err(e)
+            }
+        }
+    }
+
+    /// Applies `edit`: writes the changed manifest, installs it once it is
+    /// durable, then publishes the new state. The one place the set of
+    /// segments changes. On failure nothing is installed or published and
+    /// writes stop.
+    pub(crate) fn apply(&self, edit: Edit) -> Result<()> {
+        let mut m = lock(&self.manifest);
+        let mut next = m.clone();
+        next.last_seq = next.last_seq.max(edit.last_seq);
+        let entry = edit.added.as_deref().map(entry_of);
+        if edit.replaces.is_empty() {
+            next.segments.extend(entry);
+        } else {
+            let n = edit.replaces.len();
+            let at = next
+                .segments
+                .windows(n)
+                .position(|w| w.iter().map(|e| e.number).eq(edit.replaces.iter().copied()))
+                .ok_or_else(|| {
+                    Error::Internal(format!(
+                        "merge inputs {:?} are no longer adjacent in the manifest",
+                        edit.replaces
+                    ))
+                });
+            let at = match at {
+                Ok(at) => at,
+                Err(e) => {
+                    self.poison(&e);
+                    return Err(e);
+                }
+            };
+            next.segments.splice(at..at + n, entry);
+        }
+        let st = self.current();
+        if let Some(f) = &edit.flushed {
+            // The oldest log still needed is that of the oldest memtable
+            // left.
+            next.log_number = st
+                .frozen
+                .iter()
+                .chain([&st.mem])
+                .filter(|x| !Arc::ptr_eq(x, f))
+                .map(|x| x.oldest_log())
+                .min()
+                .unwrap_or(u64::MAX)
+                .min(next.next_file);
+        }
+        if let Err(e) = next.write(&*self.fs, &self.dir) {
+            self.poison(&e);
+            return Err(e);
+        }
+        *m = next;
+        self.set_state(|st| {
+            if let Some(seq) = edit.publish_seq {
+                self.last_seq.store(seq, Ordering::Release);
+            }
+            let mut segments = Vec::with_capacity(st.segments.len() + 1);
+            let mut placed = edit.replaces.is_empty();
+            for s in &st.segments {
+                if edit.replaces.contains(&s.number) {
+                    if !placed {
+                        segments.extend(edit.added.iter().cloned());
+                        placed = true;
+                    }
+                } else {
+                    segments.push(s.clone());
+                }
+            }
+            if edit.replaces.is_empty() {
+                segments.extend(edit.added.iter().cloned());
+            }
+            State {
+                mem: st.mem.clone(),
+                frozen: st
+                    .frozen
+                    .iter()
+                    .filter(|f| !edit.flushed.as_ref().is_some_and(|x| Arc::ptr_eq(f, x)))
+                    .cloned()
+                    .collect(),
+                segments,
+            }
+        });
+        drop(m);
+        for s in &st.segments {
+            if edit.replaces.contains(&s.number) {
+                s.mark_obsolete();
+            }
+        }
+        self.notify_bg();
+        Ok(())
+    }
+}

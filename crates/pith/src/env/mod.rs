@@ -1,0 +1,164 @@
+//! The file-system seam: everything the engine does to storage goes
+//! through [`Fs`], so power loss and I/O errors can be tested, not argued.
+//!
+//! Three implementations:
+//!
+//! * [`RealFs`]: the operating system's file system (`std::fs`, `mmap`,
+//!   `flock`), what a database uses unless told otherwise;
+//! * [`MemFs`]: files in memory, modelling exactly what survives a power
+//!   cut under the contract below, and optionally a disk of fixed size;
+//! * [`FaultFs`]: wraps another `Fs` and fails chosen calls (the Nth, or
+//!   every call of a kind on matching files) with `EIO` or `ENOSPC`, or cuts
+//!   the power at a chosen call.
+//!
+//! # Durability contract
+//!
+//! What is durable (survives a power cut) when a call returns, and what is
+//! not. The engine relies on nothing more; `MemFs` grants nothing more.
+//!
+//! * [`WritableFile::append`] and [`WritableFile::write_at`]: the bytes are
+//!   visible to every later read through the same `Fs`, and **volatile**:
+//!   a power cut may drop them, or keep a prefix of the last unsynced
+//!   append cut at a 512-byte sector boundary (a torn write).
+//! * [`WritableFile::sync`]: every byte written to the file before it is
+//!   durable, and so is the file's length. Its *name* is not.
+//! * [`Fs::create`], [`Fs::rename`], [`Fs::remove`]: atomic and visible at
+//!   once, and volatile until [`Fs::sync_dir`] on the parent directory
+//!   returns; a power cut before that undoes them (a created file is gone,
+//!   a rename is undone, a removed file is back with its durable bytes).
+//! * [`Fs::sync_dir`]: every create, rename and remove in the directory
+//!   before it is durable.
+//! * Reads ([`Fs::read`], [`Fs::map`], [`Fs::list`], [`Fs::len`]) change
+//!   nothing.
+//!
+//! This is POSIX's promise with nothing added: a file's data and its name
+//! are made durable separately, by `fdatasync` and by `fsync` of the
+//! directory. So a new file is published by writing it under a temporary
+//! name, syncing it, renaming it and syncing the directory.
+//!
+//! # Errors
+//!
+//! Calls return `std::io::Error`; the engine adds the path and maps
+//! "no space" (`ErrorKind::StorageFull`, `ENOSPC`) to its own variant.
+//!
+//! Thread safety: an `Fs` is shared by every thread of a database (`Send +
+//! Sync`); a [`WritableFile`] is used by one thread at a time.
+
+mod fault;
+mod mem;
+mod real;
+
+use std::fmt::Debug;
+use std::io;
+use std::ops::Deref;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+pub use fault::{Call, CallKind, FaultFs, Injected};
+pub use mem::MemFs;
+pub use real::RealFs;
+
+/// Storage as the engine sees it. See the module documentation for what
+/// each call makes durable.
+pub trait Fs: Send + Sync + Debug {
+    /// Creates `dir` and its missing parents (a no-op when it exists).
+    fn create_dir_all(&self, dir: &Path) -> io::Result<()>;
+    /// Creates a new, empty file for writing; fails with `AlreadyExists`
+    /// when `path` exists.
+    fn create(&self, path: &Path) -> io::Result<Box<dyn WritableFile>>;
+    /// The whole content of a file.
+    fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
+    /// The content of a file that no one will change while it is held:
+    /// mapped into memory where the file system can, read otherwise.
+    fn map(&self, path: &Path) -> io::Result<FileBytes>;
+    /// The length of a file.
+    fn len(&self, path: &Path) -> io::Result<u64>;
+    /// True when `path` names a file or directory.
+    fn exists(&self, path: &Path) -> io::Result<bool>;
+    /// Renames `from` to `to`, replacing `to` if it exists; atomic.
+    fn rename(&self, from: &Path, to: &Path) -> io::Result<()>;
+    /// Removes a file.
+    fn remove(&self, path: &Path) -> io::Result<()>;
+    /// The names of the entries of a directory, in no particular order.
+    fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
+    /// Makes the directory's entries (creates, renames, removes) durable.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Takes an advisory lock on `path` (creating the file if needed):
+    /// exclusive, or shared with other shared holders. Fails with
+    /// `WouldBlock` while a conflicting lock is held. The lock is released
+    /// when the returned guard drops.
+    fn lock(&self, path: &Path, shared: bool) -> io::Result<Box<dyn FileLock>>;
+}
+
+/// A file open for writing. See the module documentation for durability.
+pub trait WritableFile: Send {
+    /// Appends `data` at the end of the file.
+    fn append(&mut self, data: &[u8]) -> io::Result<()>;
+    /// Writes `data` at `offset`, which must be at most the file's length.
+    fn write_at(&mut self, offset: u64, data: &[u8]) -> io::Result<()>;
+    /// Makes every byte written so far, and the file's length, durable.
+    fn sync(&mut self) -> io::Result<()>;
+}
+
+/// A held lock; dropping it releases the lock.
+pub trait FileLock: Send + Sync {}
+
+/// The bytes of a file, mapped or in memory; they do not move while the
+/// value lives, even when the value itself moves.
+pub struct FileBytes(Bytes);
+
+enum Bytes {
+    Mapped(memmap2::Mmap),
+    Heap(Arc<[u8]>),
+}
+
+impl FileBytes {
+    /// Bytes held in memory.
+    pub fn heap(bytes: impl Into<Arc<[u8]>>) -> Self {
+        FileBytes(Bytes::Heap(bytes.into()))
+    }
+
+    pub(crate) fn mapped(map: memmap2::Mmap) -> Self {
+        FileBytes(Bytes::Mapped(map))
+    }
+}
+
+impl Deref for FileBytes {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        match &self.0 {
+            Bytes::Mapped(m) => m,
+            Bytes::Heap(h) => h,
+        }
+    }
+}
+
+/// The error a file system returns when the disk is full.
+pub fn no_space(path: &Path) -> io::Error {
+    io::Error::new(
+        io::ErrorKind::StorageFull,
+        format!("no space left on device writing {}", path.display()),
+    )
+}
+
+/// True for errors that mean the disk is full.
+pub fn is_no_space(e: &io::Error) -> bool {
+    // ENOSPC and EDQUOT on Linux.
+    e.kind() == io::ErrorKind::StorageFull
+        || e.kind() == io::ErrorKind::QuotaExceeded
+        || matches!(e.raw_os_error(), Some(28 | 122))
+}
+
+/// The directory holding `path` (`.` for a bare name).
+pub(crate) fn parent(path: &Path) -> PathBuf {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+/// The file system a database uses unless its options name another.
+pub fn default_fs() -> Arc<dyn Fs> {
+    Arc::new(RealFs)
+}
