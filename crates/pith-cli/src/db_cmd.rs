@@ -113,7 +113,27 @@ fn open(path: &Path, create: bool) -> Result<DB, CliError> {
         create_if_missing: create,
         ..Options::default()
     };
-    Ok(DB::open(path, options)?)
+    let db = DB::open(path, options)?;
+    warn_torn(&db);
+    Ok(db)
+}
+
+/// Opens for a command that only reads: a shared lock, nothing on disk
+/// changed (works on a read-only file system and beside other readers).
+fn open_read_only(path: &Path) -> Result<DB, CliError> {
+    let db = DB::open_read_only(path, Options::default())?;
+    warn_torn(&db);
+    Ok(db)
+}
+
+/// Says on stderr what recovery dropped as torn log tails.
+fn warn_torn(db: &DB) {
+    for (path, bytes) in &db.recovery_report().torn {
+        eprintln!(
+            "pith: warning: a log ended in a torn write ({bytes} bytes dropped: a crash during a write that was not acknowledged as synced); it is kept as {}",
+            path.display()
+        );
+    }
 }
 
 fn out() -> std::io::BufWriter<std::io::StdoutLock<'static>> {
@@ -190,7 +210,7 @@ pub fn load(args: &LoadArgs) -> Result<(), CliError> {
 
 /// `pith get`: prints the value, or exits non-zero when the key is absent.
 pub fn get(args: &KeyArgs) -> Result<(), CliError> {
-    let db = open(&args.db.db, false)?;
+    let db = open_read_only(&args.db.db)?;
     match db.get(args.key.as_bytes())? {
         Some(v) => {
             let mut o = out();
@@ -222,7 +242,7 @@ pub fn delete(args: &KeyArgs) -> Result<(), CliError> {
 
 /// `pith scan`.
 pub fn scan(args: &ScanArgs) -> Result<(), CliError> {
-    let db = open(&args.db.db, false)?;
+    let db = open_read_only(&args.db.db)?;
     let scan = match &args.prefix {
         Some(p) => db.prefix(p.as_bytes()),
         None => db.range(
@@ -245,7 +265,7 @@ pub fn scan(args: &ScanArgs) -> Result<(), CliError> {
 
 /// `pith search`.
 pub fn search(args: &SearchArgs) -> Result<(), CliError> {
-    let db = open(&args.db.db, false)?;
+    let db = open_read_only(&args.db.db)?;
     let mut o = out();
     for k in db.search(&args.regex, args.limit)? {
         o.write_all(&k).map_err(stdout_err)?;
@@ -256,7 +276,7 @@ pub fn search(args: &SearchArgs) -> Result<(), CliError> {
 
 /// `pith stats`.
 pub fn stats(args: &StatsArgs) -> Result<(), CliError> {
-    let db = open(&args.db.db, false)?;
+    let db = open_read_only(&args.db.db)?;
     let s = db.stats()?;
     let keys = s.total(|x| x.keys);
     let raw_keys = s.total(|x| x.raw_key_bytes);
@@ -304,12 +324,18 @@ pub fn stats(args: &StatsArgs) -> Result<(), CliError> {
 
 /// `pith verify`: non-zero exit, naming the file, on any corruption.
 pub fn verify(args: &DbArg) -> Result<(), CliError> {
-    let db = open(&args.db, false)?;
+    let db = open_read_only(&args.db)?;
     let r = db.verify()?;
     println!(
         "ok: {} segments, {} records, {} logs with {} records checked",
         r.segments, r.records, r.wals, r.wal_records
     );
+    for p in &r.torn_logs {
+        eprintln!(
+            "pith: warning: {} holds the torn tail of a log from a crash; inspect it, then remove it",
+            p.display()
+        );
+    }
     Ok(())
 }
 

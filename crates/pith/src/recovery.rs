@@ -19,7 +19,9 @@
 //!    frozen memtable: the background thread builds it into a segment, and
 //!    only then are its logs removed. So open writes no segment and needs
 //!    almost no space. A log whose tail was torn is renamed `.wal.torn`
-//!    (read-write) and reported in [`RecoveryReport`].
+//!    (read-write) and reported in [`RecoveryReport`]. Every replayed log
+//!    is synced first: what it holds may be only in the page cache, and new
+//!    writes must not become durable before what they were built on.
 //! 7. Read-write only: create the log for new writes.
 //!
 //! A read-only open changes nothing on disk: logs are replayed into memory
@@ -157,14 +159,23 @@ pub(crate) fn open(
         last_seq = last_seq.max(r.last_seq);
         report.logs += 1;
         report.records += r.records;
+        let mut path = path.clone();
         if r.torn_bytes > 0 {
             let torn = filename::path(dir, n, FileKind::TornWal);
-            if !read_only && *path != torn {
+            if !read_only && path != torn {
                 // Kept for inspection once built into a segment; until
                 // then it is replayed under this name.
-                fs.rename(path, &torn).map_err(io(path))?;
+                fs.rename(&path, &torn).map_err(io(&path))?;
+                path = torn.clone();
             }
             report.torn.push((torn, r.torn_bytes));
+        }
+        if !read_only {
+            // What was replayed may be only in the page cache (a process
+            // crash, or a failed sync before it): make it durable before
+            // new writes build on it, or a power cut could keep the new
+            // writes and lose the replayed ones.
+            fs.sync_file(&path).map_err(io(&path))?;
         }
     }
 

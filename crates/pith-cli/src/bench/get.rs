@@ -48,13 +48,7 @@ fn time(keys: &[Vec<u8>], ops: usize, db: &pith::DB) -> Result<(f64, f64, usize)
 
 /// Runs the benchmark.
 pub fn run(args: &Args) -> Result<(), CliError> {
-    let db = pith::DB::open(
-        &args.db,
-        pith::Options {
-            create_if_missing: false,
-            ..pith::Options::default()
-        },
-    )?;
+    let db = pith::DB::open_read_only(&args.db, pith::Options::default())?;
     let stats = db.stats()?;
     let total = stats.total(|s| s.keys).max(1) as usize;
     let stride = total.div_ceil(args.keys.max(1));

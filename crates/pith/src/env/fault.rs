@@ -56,7 +56,7 @@ pub enum CallKind {
     Append,
     /// [`WritableFile::write_at`].
     WriteAt,
-    /// [`WritableFile::sync`].
+    /// [`WritableFile::sync`] and [`Fs::sync_file`].
     Sync,
 }
 
@@ -364,6 +364,11 @@ impl Fs for FaultFs {
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
         self.check(CallKind::SyncDir, dir)?;
         self.inner.sync_dir(dir)
+    }
+
+    fn sync_file(&self, path: &Path) -> io::Result<()> {
+        self.check(CallKind::Sync, path)?;
+        self.inner.sync_file(path)
     }
 
     fn lock(&self, path: &Path, shared: bool) -> io::Result<Box<dyn FileLock>> {

@@ -425,6 +425,15 @@ impl Fs for MemFs {
         Ok(())
     }
 
+    fn sync_file(&self, path: &Path) -> io::Result<()> {
+        let mut st = self.lock_state();
+        let id = st.lookup(path)?;
+        let inode = st.inodes.get_mut(&id).ok_or_else(|| not_found(path))?;
+        inode.durable = inode.data.clone();
+        inode.overwritten = false;
+        Ok(())
+    }
+
     fn lock(&self, path: &Path, shared: bool) -> io::Result<Box<dyn FileLock>> {
         let (dir, name) = split(path)?;
         let mut st = self.lock_state();

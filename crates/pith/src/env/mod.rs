@@ -28,6 +28,8 @@
 //!   a rename is undone, a removed file is back with its durable bytes).
 //! * [`Fs::sync_dir`]: every create, rename and remove in the directory
 //!   before it is durable.
+//! * [`Fs::sync_file`]: as `WritableFile::sync`, for a file written
+//!   earlier (perhaps by a process that crashed).
 //! * Reads ([`Fs::read`], [`Fs::map`], [`Fs::list`], [`Fs::len`]) change
 //!   nothing.
 //!
@@ -83,6 +85,10 @@ pub trait Fs: Send + Sync + Debug {
     fn list(&self, dir: &Path) -> io::Result<Vec<String>>;
     /// Makes the directory's entries (creates, renames, removes) durable.
     fn sync_dir(&self, dir: &Path) -> io::Result<()>;
+    /// Makes an existing file's bytes durable, like [`WritableFile::sync`],
+    /// without opening it for writing (recovery: what a crashed process
+    /// left in the page cache must be durable before it is built on).
+    fn sync_file(&self, path: &Path) -> io::Result<()>;
     /// Takes an advisory lock on `path` (creating the file if needed):
     /// exclusive, or shared with other shared holders. Fails with
     /// `WouldBlock` while a conflicting lock is held. The lock is released

@@ -116,6 +116,10 @@ impl Fs for RealFs {
         File::open(dir)?.sync_all()
     }
 
+    fn sync_file(&self, path: &Path) -> io::Result<()> {
+        File::open(path)?.sync_data()
+    }
+
     fn lock(&self, path: &Path, shared: bool) -> io::Result<Box<dyn FileLock>> {
         // A shared lock is for readers, who may be on a read-only file
         // system: open without creating or writing.

@@ -1,6 +1,10 @@
 //! Entry points shared by the cargo-fuzz targets (`fuzz/`) and the in-tree
 //! smoke tests: parse arbitrary bytes as each on-disk structure of the
-//! engine. None may panic, whatever the bytes.
+//! engine (none may panic, whatever the bytes), and drive the whole engine
+//! through random operations, injected I/O errors and power cuts against
+//! a model ([`api`]).
+
+pub mod api;
 
 use std::path::Path;
 

@@ -1,0 +1,507 @@
+//! An API-sequence driver: random operations, injected I/O errors and
+//! power cuts, checked against a `BTreeMap` model (after redb's
+//! `fuzz_redb`). The power-loss, I/O-error and fuzz tests all run it.
+//!
+//! The database lives on a [`FaultFs`] over a [`MemFs`]. The model keeps
+//! the state after every operation of the current *epoch* (since the last
+//! reopen), and two marks: the last state acknowledged, and the last one
+//! made durable (a synced write, a flush, a compaction, a clean close).
+//! When an operation fails, or the power is cut, the driver drops the
+//! handle, clears the faults, restores power and reopens; the database
+//! must then hold exactly one of the epoch's states, no older than the
+//! durable mark after a power cut and no older than the acknowledged mark
+//! otherwise (an I/O error loses nothing the OS already has), and
+//! `verify` must pass. While no failure has happened, every read must
+//! match the model exactly. Any violation panics with a description.
+//!
+//! Operations apply to 48 keys; batches hold 1-4 puts and deletes, so a
+//! half-applied batch is a state the model never passed through and is
+//! caught.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::env::{CallKind, FaultFs, Injected, MemFs};
+use crate::{Options, WriteBatch, WriteOptions, DB};
+
+/// One operation of a sequence.
+#[derive(Clone, Debug)]
+pub enum Op {
+    /// A batch of puts (`Some(value size)`) and deletes (`None`), by key
+    /// index, synced or not.
+    Write {
+        /// The operations.
+        ops: Vec<(u8, Option<u16>)>,
+        /// Sync the log before acknowledging.
+        sync: bool,
+    },
+    /// A point read of a key, checked against the model.
+    Get(u8),
+    /// A full scan, checked against the model.
+    Scan,
+    /// `DB::flush`.
+    Flush,
+    /// `DB::compact`.
+    Compact,
+    /// A clean close and reopen.
+    Reopen,
+    /// Fail the call this many calls from now.
+    FailCall {
+        /// Calls from now (1: the next one).
+        after: u16,
+        /// ENOSPC instead of EIO.
+        no_space: bool,
+    },
+    /// Fail every call of a kind on files whose name contains a string,
+    /// until the next recovery.
+    FailKind {
+        /// The kind of call.
+        kind: CallKind,
+        /// Part of the file name.
+        name: &'static str,
+        /// ENOSPC instead of EIO.
+        no_space: bool,
+    },
+    /// Cut the power this many calls from now, tearing unsynced writes
+    /// with this seed when given.
+    PowerCut {
+        /// Calls from now (1: the next one).
+        after: u16,
+        /// Tear seed.
+        tear: Option<u64>,
+    },
+}
+
+/// Counts of what a run did, for reports.
+#[derive(Clone, Debug, Default)]
+pub struct Summary {
+    /// Operations run.
+    pub ops: u64,
+    /// Operations that failed (after an injected failure).
+    pub failed_ops: u64,
+    /// Recoveries checked.
+    pub recoveries: u64,
+    /// Power cuts that happened.
+    pub power_cuts: u64,
+    /// Failures injected.
+    pub injected: u64,
+    /// File-system calls made.
+    pub calls: u64,
+}
+
+/// The engine under test and its model.
+pub struct Driver {
+    mem: MemFs,
+    fault: FaultFs,
+    dir: PathBuf,
+    db: Option<DB>,
+    /// States of this epoch; the last is the model.
+    states: Vec<BTreeMap<u8, Vec<u8>>>,
+    acked: usize,
+    durable: usize,
+    /// A failure was injected since the last recovery: reads may fail.
+    faulty: bool,
+    counter: u64,
+    summary: Summary,
+}
+
+/// Options that exercise flushes and merges on a few kilobytes.
+pub fn small_options(fs: Arc<dyn crate::env::Fs>) -> Options {
+    Options {
+        memtable_bytes: 6 << 10,
+        merge_trigger: 2,
+        max_merge_width: 3,
+        stall_segments: 6,
+        fs,
+        ..Options::default()
+    }
+}
+
+fn key(k: u8) -> Vec<u8> {
+    format!("key{:03}", k % 48).into_bytes()
+}
+
+impl Default for Driver {
+    fn default() -> Self {
+        Driver::new()
+    }
+}
+
+impl Driver {
+    /// A new database on a fresh in-memory file system.
+    pub fn new() -> Self {
+        let mem = MemFs::new();
+        let fault = FaultFs::over_mem(mem.clone());
+        let mut d = Driver {
+            mem,
+            fault,
+            dir: PathBuf::from("/db"),
+            db: None,
+            states: vec![BTreeMap::new()],
+            acked: 0,
+            durable: 0,
+            faulty: false,
+            counter: 0,
+            summary: Summary::default(),
+        };
+        d.db = Some(
+            d.open()
+                .expect("creating a database on a healthy file system"),
+        );
+        d
+    }
+
+    fn open(&self) -> crate::Result<DB> {
+        DB::open(&self.dir, small_options(Arc::new(self.fault.clone())))
+    }
+
+    /// The in-memory file system (to inspect files).
+    pub fn mem(&self) -> &MemFs {
+        &self.mem
+    }
+
+    /// The fault injector.
+    pub fn fault(&self) -> &FaultFs {
+        &self.fault
+    }
+
+    /// The database directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// What the run did so far.
+    pub fn summary(&self) -> Summary {
+        let mut s = self.summary.clone();
+        s.injected = self.fault.injected();
+        s.calls = self.fault.calls();
+        s
+    }
+
+    fn model(&self) -> &BTreeMap<u8, Vec<u8>> {
+        // Never empty: an epoch starts with one state.
+        &self.states[self.states.len() - 1]
+    }
+
+    /// Runs one operation; panics when the engine breaks its contract.
+    pub fn run(&mut self, op: &Op) {
+        self.summary.ops += 1;
+        let ok = self.attempt(op);
+        if std::env::var_os("PITH_API_TRACE").is_some() {
+            eprintln!(
+                "op {op:?}: ok {ok}, dead {}, calls {}, counter {}",
+                self.fault.is_dead(),
+                self.fault.calls(),
+                self.counter
+            );
+        }
+        if !ok || self.fault.is_dead() {
+            self.summary.failed_ops += u64::from(!ok);
+            self.recover();
+        }
+    }
+
+    /// Closes and reopens, checking the recovered state.
+    pub fn finish(&mut self) {
+        self.recover();
+    }
+
+    /// Cuts the power now (if no cut happened yet), then recovers.
+    pub fn cut_power_now(&mut self, tear: Option<u64>) {
+        self.faulty = true;
+        // A MemFs is underneath, so cuts are available.
+        let _ = self.fault.cut_power_now(tear);
+        self.recover();
+    }
+
+    /// Runs `op` against the open database; false when it failed.
+    fn attempt(&mut self, op: &Op) -> bool {
+        let Some(db) = self.db.as_ref() else {
+            return false;
+        };
+        match op {
+            Op::Write { ops, sync } => {
+                let mut batch = WriteBatch::new();
+                let mut next = self.model().clone();
+                for &(k, put) in ops {
+                    match put {
+                        Some(len) => {
+                            self.counter += 1;
+                            let mut v = format!("v{}:", self.counter).into_bytes();
+                            v.resize(usize::from(len % 700) + v.len(), b'a' + k % 26);
+                            batch.put(key(k), &v);
+                            next.insert(k % 48, v);
+                        }
+                        None => {
+                            batch.delete(key(k));
+                            next.remove(&(k % 48));
+                        }
+                    }
+                }
+                if batch.is_empty() {
+                    return true;
+                }
+                self.states.push(next);
+                let options = WriteOptions { sync: *sync };
+                match db.write(options, batch) {
+                    Ok(()) => {
+                        self.acked = self.states.len() - 1;
+                        if *sync {
+                            self.durable = self.acked;
+                        }
+                        true
+                    }
+                    Err(e) => self.expect_failure(&e),
+                }
+            }
+            Op::Get(k) => match db.get(key(*k)) {
+                Ok(v) => {
+                    if !self.faulty {
+                        assert_eq!(
+                            v.as_ref(),
+                            self.model().get(&(k % 48)),
+                            "get of {:?} disagrees with the model",
+                            String::from_utf8_lossy(&key(*k))
+                        );
+                    }
+                    true
+                }
+                Err(e) => self.expect_failure(&e),
+            },
+            Op::Scan => match scan(db) {
+                Ok(got) => {
+                    if !self.faulty {
+                        assert_eq!(&got, self.model(), "scan disagrees with the model");
+                    }
+                    true
+                }
+                Err(e) => self.expect_failure(&e),
+            },
+            Op::Flush | Op::Compact => {
+                let r = if matches!(op, Op::Flush) {
+                    db.flush()
+                } else {
+                    db.compact()
+                };
+                match r {
+                    Ok(()) => {
+                        self.durable = self.acked;
+                        true
+                    }
+                    Err(e) => self.expect_failure(&e),
+                }
+            }
+            Op::Reopen => {
+                let db = self.db.take();
+                let closed = db.map_or(Ok(()), DB::close);
+                if let Err(e) = closed {
+                    return self.expect_failure(&e);
+                }
+                self.durable = self.acked;
+                match self.open() {
+                    Ok(db) => {
+                        self.db = Some(db);
+                        // With faults pending, the check waits for the
+                        // next recovery (its reads could hit them).
+                        if !self.faulty {
+                            self.check_state(self.acked);
+                        }
+                        true
+                    }
+                    Err(e) => self.expect_failure(&e),
+                }
+            }
+            Op::FailCall { after, no_space } => {
+                let at = self.fault.calls() + u64::from((*after).max(1));
+                self.fault.fail_call(at, injected(*no_space));
+                self.faulty = true;
+                true
+            }
+            Op::FailKind {
+                kind,
+                name,
+                no_space,
+            } => {
+                self.fault
+                    .fail_matching(Some(*kind), name, injected(*no_space));
+                self.faulty = true;
+                true
+            }
+            Op::PowerCut { after, tear } => {
+                let at = self.fault.calls() + u64::from((*after).max(1));
+                // A MemFs is underneath, so cuts are available.
+                let _ = self.fault.cut_power_at(at, *tear);
+                self.faulty = true;
+                true
+            }
+        }
+    }
+
+    /// An operation failed: fine after an injected failure (the error must
+    /// be a typed one, checked by its variant), a bug otherwise.
+    fn expect_failure(&mut self, e: &crate::Error) -> bool {
+        assert!(
+            self.faulty,
+            "an operation failed with no failure injected: {e}"
+        );
+        let root = e.root();
+        assert!(
+            matches!(
+                root,
+                crate::Error::Io { .. }
+                    | crate::Error::NoSpace { .. }
+                    | crate::Error::Closing
+                    | crate::Error::Poisoned(_)
+            ),
+            "an injected I/O failure surfaced as {e:?}"
+        );
+        false
+    }
+
+    /// Drops the handle, clears every fault, reopens, and checks that the
+    /// database holds an allowed state.
+    fn recover(&mut self) {
+        let cut = self.fault.is_dead();
+        drop(self.db.take());
+        if self.fault.is_dead() {
+            self.summary.power_cuts += 1;
+        }
+        let cut = cut || self.fault.is_dead();
+        self.fault.clear();
+        self.fault.restore_power();
+        self.db = Some(self.open().unwrap_or_else(|e| {
+            panic!(
+                "reopen after {} failed: {e}",
+                if cut { "a power cut" } else { "an I/O error" }
+            )
+        }));
+        self.check_state(if cut { self.durable } else { self.acked });
+    }
+
+    /// The database must hold one of the states from `oldest` on; it
+    /// becomes the start of a new epoch.
+    fn check_state(&mut self, oldest: usize) {
+        self.summary.recoveries += 1;
+        let db = self.db.as_ref().expect("open");
+        let got = scan(db).unwrap_or_else(|e| panic!("scan after recovery failed: {e}"));
+        let found = (oldest..self.states.len())
+            .rev()
+            .find(|&i| self.states[i] == got);
+        if found.is_none() {
+            let model = self.model();
+            let missing: Vec<_> = model.keys().filter(|k| !got.contains_key(k)).collect();
+            let extra: Vec<_> = got.keys().filter(|k| !model.contains_key(k)).collect();
+            let changed: Vec<_> = got
+                .iter()
+                .filter(|(k, v)| model.get(k).is_some_and(|m| m != *v))
+                .map(|(k, v)| {
+                    (
+                        k,
+                        String::from_utf8_lossy(&v[..v.len().min(12)]).into_owned(),
+                    )
+                })
+                .collect();
+            let older = self.states.iter().position(|s| *s == got);
+            panic!(
+                "recovered state is none the writes passed through at or after state {oldest} of {}: against the newest, missing {missing:?}, extra {extra:?}, changed {changed:?}; equal to state {older:?}",
+                self.states.len() - 1
+            );
+        }
+        let report = db
+            .verify()
+            .unwrap_or_else(|e| panic!("verify after recovery: {e}"));
+        assert!(report.segments <= 64);
+        self.states = vec![got];
+        self.acked = 0;
+        self.durable = 0;
+        self.faulty = false;
+    }
+}
+
+fn injected(no_space: bool) -> Injected {
+    if no_space {
+        Injected::NoSpace
+    } else {
+        Injected::Eio
+    }
+}
+
+/// The whole database as the model's map (keys back to their index).
+fn scan(db: &DB) -> crate::Result<BTreeMap<u8, Vec<u8>>> {
+    let mut out = BTreeMap::new();
+    for kv in db.range(None, None) {
+        let (k, v) = kv?;
+        let index = std::str::from_utf8(&k)
+            .ok()
+            .and_then(|s| s.strip_prefix("key"))
+            .and_then(|s| s.parse::<u8>().ok())
+            .unwrap_or_else(|| panic!("a key the driver never wrote: {k:?}"));
+        out.insert(index, v);
+    }
+    Ok(out)
+}
+
+/// Decodes fuzzer bytes into operations: one byte picks the operation,
+/// the next ones its arguments.
+pub fn decode(data: &[u8]) -> Vec<Op> {
+    let mut ops = Vec::new();
+    let mut it = data.iter().copied();
+    let mut next = move || it.next();
+    while let Some(b) = next() {
+        let arg = next().unwrap_or(0);
+        let op = match b % 16 {
+            0..=5 => {
+                let n = 1 + usize::from(arg % 4);
+                let mut w = Vec::with_capacity(n);
+                for i in 0..n {
+                    let k = next().unwrap_or(i as u8);
+                    let put = (k % 5 != 0).then(|| u16::from(arg) * 3 + u16::from(k));
+                    w.push((k, put));
+                }
+                Op::Write {
+                    ops: w,
+                    sync: b & 0x10 != 0,
+                }
+            }
+            6 => Op::Get(arg),
+            7 => Op::Scan,
+            8 => Op::Flush,
+            9 => Op::Compact,
+            10 => Op::Reopen,
+            11 | 12 => Op::FailCall {
+                after: u16::from(arg) + 1,
+                no_space: b & 0x20 != 0,
+            },
+            13 => Op::FailKind {
+                kind: [
+                    CallKind::Append,
+                    CallKind::Sync,
+                    CallKind::Create,
+                    CallKind::Rename,
+                ][usize::from(arg % 4)],
+                name: [".wal", ".tmp", "MANIFEST", ".seg"][usize::from(arg / 4 % 4)],
+                no_space: b & 0x20 != 0,
+            },
+            _ => Op::PowerCut {
+                after: u16::from(arg) + 1,
+                tear: (b & 0x40 != 0).then_some(u64::from(arg) * 7919),
+            },
+        };
+        ops.push(op);
+    }
+    ops
+}
+
+/// Runs the operations `data` decodes to, then a final recovery.
+pub fn api_sequence(data: &[u8]) {
+    let ops = decode(data);
+    if ops.len() > 400 {
+        return;
+    }
+    let mut d = Driver::new();
+    for op in &ops {
+        d.run(op);
+    }
+    d.finish();
+}
