@@ -129,8 +129,11 @@ pub(crate) fn run(inner: &Inner) {
 /// the logs it no longer needs.
 fn flush(inner: &Inner, mem: &Arc<Memtable>) -> Result<()> {
     #[cfg(test)]
-    if mem.max_seq() == PANIC_SEQ {
-        panic!("test hook: a flush of sequence number {PANIC_SEQ}");
+    if tests::PANIC_IN_FLUSH_OF
+        .lock()
+        .is_ok_and(|d| d.as_deref() == Some(inner.dir.as_path()))
+    {
+        panic!("test hook: a flush that panics");
     }
     let bottommost = inner.current().segments.is_empty();
     let segment = inner.build_from_memtable(mem, bottommost)?;
@@ -147,10 +150,6 @@ fn flush(inner: &Inner, mem: &Arc<Memtable>) -> Result<()> {
     }
     Ok(())
 }
-
-/// A flush of a memtable whose last sequence number is this panics (tests).
-#[cfg(test)]
-pub(crate) const PANIC_SEQ: u64 = 0x00de_adbe_ef00;
 
 /// Merges the segments in `window` (indexes into the current list).
 fn merge(inner: &Inner, window: Range<usize>) -> Result<()> {
@@ -169,6 +168,39 @@ fn merge(inner: &Inner, window: Range<usize>) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::pick_merge;
+    use crate::{Error, Options, DB};
+    use std::path::PathBuf;
+    use std::sync::{Arc, Mutex};
+
+    /// Flushes of the database in this directory panic.
+    pub(super) static PANIC_IN_FLUSH_OF: Mutex<Option<PathBuf>> = Mutex::new(None);
+
+    /// A panic in the background thread stops writes with its message and
+    /// wakes everyone waiting, instead of leaving them waiting forever.
+    #[test]
+    fn a_background_panic_stops_writes_and_wakes_every_waiter() {
+        let mem = crate::env::MemFs::new();
+        let dir = PathBuf::from("/panics");
+        let options = Options {
+            fs: Arc::new(mem),
+            ..Options::default()
+        };
+        let db = DB::open(&dir, options).expect("open");
+        db.put("k", "v").expect("put");
+        *PANIC_IN_FLUSH_OF.lock().expect("hook") = Some(dir.clone());
+        let e = db.flush().expect_err("the flush panicked");
+        *PANIC_IN_FLUSH_OF.lock().expect("hook") = None;
+        assert!(
+            matches!(e.root(), Error::Internal(m) if m.contains("panicked")),
+            "{e:?}"
+        );
+        assert!(matches!(db.put("k2", "v"), Err(Error::Poisoned(_))));
+        assert!(matches!(db.compact(), Err(Error::Poisoned(_))));
+        assert_eq!(
+            db.get("k").expect("reads go on").as_deref(),
+            Some(&b"v"[..])
+        );
+    }
 
     #[test]
     fn policy_merges_the_smallest_adjacent_window() {

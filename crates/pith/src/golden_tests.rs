@@ -32,15 +32,18 @@ fn hex(b: &[u8]) -> String {
 
 #[test]
 fn wal_matches_docs() {
-    let mut bytes = crate::wal::header().to_vec();
+    // Through the real writer, on the in-memory file system.
+    use crate::env::{Fs, MemFs};
+    let fs = MemFs::new();
+    let dir = std::path::Path::new("/golden");
+    fs.create_dir_all(dir).expect("mkdir");
+    let path = dir.join("000001.wal");
+    let mut w = crate::wal::WalWriter::create(&fs, &path).expect("create");
     let mut b = WriteBatch::new();
     b.put("a", "1");
-    let payload = b.encode_with_seq(1).to_vec();
-    let len = (payload.len() as u32).to_le_bytes();
-    let crc = crc32c::crc32c_append(crc32c::crc32c(&len), &payload);
-    bytes.extend_from_slice(&crc.to_le_bytes());
-    bytes.extend_from_slice(&len);
-    bytes.extend_from_slice(&payload);
+    w.add(b.encode_with_seq(1)).expect("add");
+    w.commit(true).expect("commit");
+    let bytes = fs.read(&path).expect("read");
     assert_eq!(
         bytes,
         golden("golden-wal-v1"),
