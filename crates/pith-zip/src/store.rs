@@ -247,10 +247,13 @@ impl<'a> Store<'a> {
             let computed = crc32c::crc32c(out);
             if computed != stored {
                 out.clear();
-                return Err(Error::ChecksumMismatch {
-                    region: format!("record {id}"),
-                    stored,
-                    computed,
+                // Corrupt, not ChecksumMismatch: it carries the record's
+                // offset, so callers can name where the bad bytes are.
+                return Err(Error::Corrupt {
+                    offset: a as u64,
+                    detail: format!(
+                        "record {id}: checksum mismatch (stored {stored:#010x}, computed {computed:#010x})"
+                    ),
                 });
             }
         }

@@ -55,8 +55,10 @@
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
 
-// Bottom to top: each module imports only modules above it in this list
-// (`segment` and `merge` below `core`, which the handle's modules build on).
+// Layers, bottom to top: each module imports only modules before it on
+// this line, so none imports one that imports it back (the `layering`
+// test reads the line and checks every module's imports against it).
+// layers: dbformat filename env error batch wal manifest memtable iter segment merge options core write bulk background recovery db fuzz
 mod background;
 mod batch;
 mod bulk;

@@ -179,7 +179,54 @@ fn flip_in_segment_header_is_reported_at_open() {
     bytes[20] ^= 1;
     std::fs::write(seg, &bytes).expect("write");
     match DB::open(base.path(), options()) {
-        Err(e @ Error::Corruption { .. }) => assert!(e.to_string().contains(".seg")),
+        Err(Error::Corruption { path, offset, .. }) => {
+            assert_eq!(path.extension().and_then(|x| x.to_str()), Some("seg"));
+            assert!(offset < 184, "the header is at 0..184, not {offset}");
+        }
         other => panic!("expected corruption, got {:?}", other.map(|_| ())),
     }
+}
+
+/// A damaged record is reported at the record: the segment file and an
+/// offset inside its record store past the section's start, not just the
+/// section.
+#[test]
+fn a_bad_record_names_its_file_and_offset() {
+    let (base, model, _) = pristine();
+    let seg = files(base.path(), "seg")[0].clone();
+    let pristine_bytes = std::fs::read(&seg).expect("read");
+    let u64_at =
+        |at: usize| u64::from_le_bytes(pristine_bytes[at..at + 8].try_into().expect("8 bytes"));
+    // The store is section 1: its table entry is at 56 + 24.
+    let (store, store_len) = (u64_at(80), u64_at(88));
+    let mut reported = 0;
+    for step in 1..40u64 {
+        let at = (store + store_len * step / 80) as usize;
+        let mut bytes = pristine_bytes.clone();
+        bytes[at] ^= 0x20;
+        std::fs::write(&seg, &bytes).expect("write");
+        let Ok(db) = DB::open(base.path(), options()) else {
+            continue;
+        };
+        for k in model.keys() {
+            match db.get(k) {
+                Err(Error::Corruption { path, offset, .. }) => {
+                    assert_eq!(path, seg);
+                    assert!(
+                        offset >= store && offset < store + store_len,
+                        "offset {offset}"
+                    );
+                    reported += u64::from(offset > store);
+                }
+                Err(e) => panic!("untyped failure: {e:?}"),
+                Ok(_) => {}
+            }
+        }
+        drop(db);
+    }
+    std::fs::write(&seg, &pristine_bytes).expect("restore");
+    assert!(
+        reported > 0,
+        "no damaged record was reported at its own offset"
+    );
 }
