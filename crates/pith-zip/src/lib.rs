@@ -61,4 +61,6 @@ pub use format::{Codec, MAGIC};
 pub use store::Store;
 
 #[cfg(test)]
+mod golden_tests;
+#[cfg(test)]
 mod tests;
