@@ -185,6 +185,7 @@ pub(crate) fn write_segment(
         Ok(true) => {
             let path = filename::path(dir, number, FileKind::Segment);
             fs.rename(&tmp, &path).map_err(|e| {
+                // Best effort, as below: the next open removes a leftover.
                 let _ = fs.remove(&tmp);
                 Error::io(&path, e)
             })?;
