@@ -8,6 +8,7 @@ mod bench;
 mod db_cmd;
 mod input;
 mod stats;
+mod stress;
 mod trie_cmd;
 mod zip_cmd;
 
@@ -50,6 +51,8 @@ enum Command {
     Verify(db_cmd::DbArg),
     /// Merges all segments into one.
     Compact(db_cmd::DbArg),
+    /// Randomized concurrent read/write/verify test, optionally killing and recovering.
+    Stress(stress::Args),
     /// Standalone trie files: build from keys, search by regex.
     Trie {
         #[command(subcommand)]
@@ -103,6 +106,7 @@ fn main() -> ExitCode {
         Command::Stats(a) => db_cmd::stats(&a),
         Command::Verify(a) => db_cmd::verify(&a),
         Command::Compact(a) => db_cmd::compact(&a),
+        Command::Stress(a) => stress::run(&a),
         Command::Trie { which } => trie_cmd::run(&which),
         Command::Zip { which } => zip_cmd::run(&which),
     };
@@ -145,4 +149,36 @@ pub enum CliError {
     /// Anything the user asked for that cannot be done.
     #[error("{0}")]
     Usage(String),
+    /// A database iterator stopped on an error (its message).
+    #[error("iterator stopped: {0}")]
+    IteratorFailed(String),
+    /// `pith stress` read something its expected state rules out.
+    #[error("stress: {count} mismatch(es); first, in {check} of key {key}: expected {expected}, found {found}")]
+    StressMismatch {
+        /// Mismatches found.
+        count: u64,
+        /// The first mismatching key.
+        key: String,
+        /// The check that failed (get, scan, recovery, ...).
+        check: String,
+        /// What the expected state allows.
+        expected: String,
+        /// What the database returned.
+        found: String,
+    },
+    /// The expected-state file of `pith stress` is missing or damaged.
+    #[error("{path}: {detail}")]
+    StressState {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        detail: String,
+    },
+    /// A `pith stress --kill-every` child failed by itself (its error is
+    /// printed above).
+    #[error("stress child process failed: {status}; its error is printed above")]
+    StressChild {
+        /// How it ended.
+        status: String,
+    },
 }
