@@ -25,9 +25,10 @@
 //! recomputes the rank and select directories and rejects any mismatch, so
 //! every query on an opened vector stays in bounds.
 
+use pith_enc::packed::{bits_for, Packed};
+
 use crate::error::Result;
-use crate::packed::{bits_for, write_packed, Packed};
-use crate::words::{corrupt, WordReader};
+use crate::words::{corrupt, packed_bytes, push_packed, WordReader};
 
 const SAMPLE_ONES: usize = 64;
 /// Longest word scan select does before falling back to the rank blocks.
@@ -72,7 +73,7 @@ impl BitVecBuilder {
         out.push(ones as u64);
         out.extend_from_slice(&bits);
         out.extend_from_slice(&rank);
-        write_packed(out, &samples, bits_for(self.len as u64));
+        push_packed(out, &samples, bits_for(self.len as u64));
     }
 }
 
@@ -132,7 +133,7 @@ impl<'a> BitVec<'a> {
         let bits = r.take(nwords, what)?;
         let nblocks = nwords.div_ceil(8);
         let rank = r.take(nblocks * 2, what)?;
-        let samples = Packed::read(r, what)?;
+        let samples = r.packed(what)?;
         // Bits past `len` must be zero so counts are exact.
         let tail_mask = !((1u64 << (len % 64)) - 1);
         if bits[len / 64] & tail_mask != 0 {
@@ -170,7 +171,7 @@ impl<'a> BitVec<'a> {
 
     /// Number of words of storage, for size reports.
     pub(crate) fn size_bytes(&self) -> usize {
-        (2 + self.bits.len() + self.rank.len()) * 8 + self.samples.size_bytes()
+        (2 + self.bits.len() + self.rank.len()) * 8 + packed_bytes(&self.samples)
     }
 
     #[inline(always)]

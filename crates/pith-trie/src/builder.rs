@@ -16,6 +16,8 @@
 
 use std::collections::VecDeque;
 
+use pith_enc::prefix::common_len;
+
 use crate::edges::EdgesBuilder;
 use crate::error::{Error, Result};
 use crate::format::{write_header, AlignedBytes, Header, FLAG_ROOT_TERMINAL, HEADER_BYTES};
@@ -136,7 +138,7 @@ impl TrieBuilder {
                     (self.key(i).len(), false)
                 } else {
                     (
-                        depth + lcp(&self.key(i)[depth..], &self.key(j - 1)[depth..]),
+                        depth + common_len(&self.key(i)[depth..], &self.key(j - 1)[depth..]),
                         true,
                     )
                 };
@@ -204,22 +206,4 @@ impl TrieBuilder {
         }
         lo
     }
-}
-
-/// Length of the longest common prefix.
-fn lcp(a: &[u8], b: &[u8]) -> usize {
-    let n = a.len().min(b.len());
-    let mut i = 0;
-    while i + 8 <= n {
-        let x = u64::from_le_bytes(a[i..i + 8].try_into().unwrap_or([0; 8]))
-            ^ u64::from_le_bytes(b[i..i + 8].try_into().unwrap_or([0; 8]));
-        if x != 0 {
-            return i + (x.trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    while i < n && a[i] == b[i] {
-        i += 1;
-    }
-    i
 }

@@ -21,10 +21,11 @@
 //! follow. [`Edges::read`] recomputes counters and samples and rejects any
 //! difference, so queries need no bounds reasoning beyond `e < n`.
 
+use pith_enc::packed::{bits_for, Packed};
+
 use crate::bitvec::select_in_word;
 use crate::error::{Error, Result};
-use crate::packed::{bits_for, write_packed, Packed};
-use crate::words::{corrupt, WordReader};
+use crate::words::{corrupt, packed_bytes, push_packed, WordReader};
 
 /// Flag: the edge is the first child of its parent.
 pub(crate) const LOUDS: usize = 0;
@@ -95,7 +96,7 @@ impl EdgesBuilder {
             }
         }
         for (kind, every) in SAMPLE_EVERY.iter().enumerate() {
-            write_packed(
+            push_packed(
                 out,
                 &sample_positions(&self.flags[kind], *every),
                 bits_for(n as u64),
@@ -138,7 +139,7 @@ impl<'a> Edges<'a> {
         let blocks = r.take(nblocks * BLOCK_WORDS, "edge blocks")?;
         let mut samples_read = Vec::with_capacity(3);
         for _ in 0..3 {
-            samples_read.push(Packed::read(r, "edge select samples")?);
+            samples_read.push(r.packed("edge select samples")?);
         }
         let samples = [samples_read[0], samples_read[1], samples_read[2]];
         // Recompute counters and samples; check the padding is zero.
@@ -203,7 +204,7 @@ impl<'a> Edges<'a> {
     }
 
     pub(crate) fn size_bytes(&self) -> usize {
-        8 + self.blocks.len() * 8 + self.samples.iter().map(Packed::size_bytes).sum::<usize>()
+        8 + self.blocks.len() * 8 + self.samples.iter().map(packed_bytes).sum::<usize>()
     }
 
     /// First label byte of edge `e < n`.

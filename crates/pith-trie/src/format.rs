@@ -12,6 +12,8 @@
 //! 24  number of edges (u64)
 //! ```
 
+use pith_enc::le;
+
 use crate::error::{Error, Result};
 
 /// The file magic.
@@ -55,19 +57,9 @@ pub(crate) fn write_header(out: &mut [u8], h: &Header, body: &[u8]) {
     out[60..64].copy_from_slice(&hcrc.to_le_bytes());
 }
 
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
-}
-
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    let mut w = [0u8; 8];
-    w.copy_from_slice(&b[at..at + 8]);
-    u64::from_le_bytes(w)
-}
-
 /// Checks magic, version and both checksums; returns the header and the body.
 pub(crate) fn read_header(bytes: &[u8]) -> Result<(Header, &[u8])> {
-    if bytes.len() < HEADER_BYTES {
+    let Some(h) = bytes.first_chunk::<HEADER_BYTES>() else {
         if bytes.len() >= 8 && bytes[..8] != MAGIC {
             return Err(Error::BadMagic);
         }
@@ -77,11 +69,11 @@ pub(crate) fn read_header(bytes: &[u8]) -> Result<(Header, &[u8])> {
             needed: HEADER_BYTES,
             available: bytes.len(),
         });
-    }
-    if bytes[..8] != MAGIC {
+    };
+    if h[..8] != MAGIC {
         return Err(Error::BadMagic);
     }
-    let stored = u32_at(bytes, 60);
+    let stored = le::u32_in(h, 60);
     let computed = crc32c::crc32c(&bytes[..60]);
     if stored != computed {
         return Err(Error::ChecksumMismatch {
@@ -90,20 +82,20 @@ pub(crate) fn read_header(bytes: &[u8]) -> Result<(Header, &[u8])> {
             computed,
         });
     }
-    let version = u32_at(bytes, 8);
+    let version = le::u32_in(h, 8);
     if version != FormatVersion::CURRENT as u32 {
         return Err(Error::UnsupportedVersion {
             expected: FormatVersion::CURRENT as u32,
             found: version,
         });
     }
-    if bytes[44..60].iter().any(|&b| b != 0) {
+    if h[44..60].iter().any(|&b| b != 0) {
         return Err(Error::Corrupt {
             offset: 44,
             detail: "reserved header bytes are not zero".into(),
         });
     }
-    let body_len = u64_at(bytes, 32);
+    let body_len = le::u64_in(h, 32);
     let available = bytes.len() - HEADER_BYTES;
     if body_len > available as u64 || body_len % 8 != 0 {
         return Err(Error::Truncated {
@@ -120,7 +112,7 @@ pub(crate) fn read_header(bytes: &[u8]) -> Result<(Header, &[u8])> {
         });
     }
     let body = &bytes[HEADER_BYTES..HEADER_BYTES + body_len as usize];
-    let stored = u32_at(bytes, 40);
+    let stored = le::u32_in(h, 40);
     let computed = crc32c::crc32c(body);
     if stored != computed {
         return Err(Error::ChecksumMismatch {
@@ -130,9 +122,9 @@ pub(crate) fn read_header(bytes: &[u8]) -> Result<(Header, &[u8])> {
         });
     }
     let h = Header {
-        flags: u32_at(bytes, 12),
-        num_keys: u64_at(bytes, 16),
-        num_edges: u64_at(bytes, 24),
+        flags: le::u32_in(h, 12),
+        num_keys: le::u64_in(h, 16),
+        num_edges: le::u64_in(h, 24),
     };
     Ok((h, body))
 }

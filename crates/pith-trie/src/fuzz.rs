@@ -19,7 +19,7 @@ pub fn open_and_query(data: &[u8]) {
 pub fn open_and_query_with_valid_checksums(data: &[u8]) {
     let mut bytes = data.to_vec();
     if bytes.len() >= 64 {
-        let body_len = u64::from_le_bytes(bytes[32..40].try_into().unwrap_or([0; 8]));
+        let body_len = pith_enc::le::u64_at(&bytes, 32).unwrap_or(0);
         let end = usize::try_from(body_len)
             .ok()
             .and_then(|l| l.checked_add(64))

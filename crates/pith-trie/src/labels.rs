@@ -13,10 +13,11 @@
 //! is then two plain reads instead of a select, which a lookup pays at every
 //! trie level with a multi-byte label, for a few more bits per label.
 
+use pith_enc::packed::{bits_for, Packed};
+
 use crate::error::Result;
-use crate::packed::{bits_for, write_packed, Packed};
 use crate::symbols::{LabelCmp, SymbolTable, Symbols};
-use crate::words::{corrupt, push_bytes, WordReader};
+use crate::words::{corrupt, packed_bytes, push_bytes, push_packed, WordReader};
 
 /// Offsets per sampled base.
 const SAMPLE: usize = 64;
@@ -41,8 +42,8 @@ pub(crate) fn write_labels<'k>(
         .enumerate()
         .map(|(i, v)| v - bases[i / SAMPLE])
         .collect();
-    write_packed(out, &bases, bits_for(pool.len() as u64));
-    write_packed(
+    push_packed(out, &bases, bits_for(pool.len() as u64));
+    push_packed(
         out,
         &deltas,
         bits_for(deltas.iter().copied().max().unwrap_or(0)),
@@ -63,8 +64,8 @@ impl<'a> Labels<'a> {
     pub(crate) fn read(r: &mut WordReader<'a>, count: usize) -> Result<Self> {
         let off = r.offset();
         let symbols = Symbols::read(r)?;
-        let bases = Packed::read(r, "label offset bases")?;
-        let deltas = Packed::read(r, "label offset deltas")?;
+        let bases = r.packed("label offset bases")?;
+        let deltas = r.packed("label offset deltas")?;
         let pool = r.bytes("label pool")?;
         if deltas.len() != count + 1 || bases.len() != deltas.len().div_ceil(SAMPLE) {
             let detail = format!(
@@ -101,8 +102,8 @@ impl<'a> Labels<'a> {
             0
         };
         8 + table
-            + self.bases.size_bytes()
-            + self.deltas.size_bytes()
+            + packed_bytes(&self.bases)
+            + packed_bytes(&self.deltas)
             + 8
             + self.pool.len().div_ceil(8) * 8
     }

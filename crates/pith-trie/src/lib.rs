@@ -81,7 +81,6 @@ mod error;
 mod format;
 pub mod fuzz;
 mod labels;
-mod packed;
 mod perm;
 mod regex;
 mod symbols;

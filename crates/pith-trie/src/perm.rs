@@ -13,10 +13,11 @@
 //! [`Perm::read`] checks that `pi` is a permutation and that every shortcut
 //! is right, so [`Perm::inverse`] always terminates with the true answer.
 
+use pith_enc::packed::{bits_for, Packed};
+
 use crate::bitvec::{BitVec, BitVecBuilder};
 use crate::error::Result;
-use crate::packed::{bits_for, write_packed, Packed};
-use crate::words::{corrupt, WordReader};
+use crate::words::{corrupt, packed_bytes, push_packed, WordReader};
 
 /// Shortcut spacing along each cycle.
 const T: usize = 8;
@@ -24,7 +25,7 @@ const T: usize = 8;
 pub(crate) fn write_perm(out: &mut Vec<u64>, pi: &[u64]) {
     let n = pi.len();
     let width = bits_for(n.saturating_sub(1) as u64);
-    write_packed(out, pi, width);
+    push_packed(out, pi, width);
     let mut sampled = BitVecBuilder::with_len(n);
     let mut back_of = Vec::new(); // (x, back[x])
     let mut seen = vec![false; n];
@@ -53,7 +54,7 @@ pub(crate) fn write_perm(out: &mut Vec<u64>, pi: &[u64]) {
     }
     sampled.write(out);
     let back: Vec<u64> = back_of.iter().map(|&(_, b)| b).collect();
-    write_packed(out, &back, width);
+    push_packed(out, &back, width);
 }
 
 /// A read-only permutation.
@@ -67,9 +68,9 @@ pub(crate) struct Perm<'a> {
 impl<'a> Perm<'a> {
     pub(crate) fn read(r: &mut WordReader<'a>, n: usize) -> Result<Self> {
         let off = r.offset();
-        let pi = Packed::read(r, "permutation")?;
+        let pi = r.packed("permutation")?;
         let sampled = BitVec::read(r, "permutation samples")?;
-        let back = Packed::read(r, "permutation shortcuts")?;
+        let back = r.packed("permutation shortcuts")?;
         if pi.len() != n || sampled.len() != n || back.len() != sampled.ones() {
             return Err(corrupt(off, "permutation parts disagree on the length"));
         }
@@ -108,7 +109,7 @@ impl<'a> Perm<'a> {
     }
 
     pub(crate) fn size_bytes(&self) -> usize {
-        self.pi.size_bytes() + self.sampled.size_bytes() + self.back.size_bytes()
+        packed_bytes(&self.pi) + self.sampled.size_bytes() + packed_bytes(&self.back)
     }
 
     /// `pi(t)`.

@@ -24,6 +24,8 @@
 //! code with length 0 (unused) decodes to nothing and a trailing escape is
 //! ignored, so arbitrary pool bytes cannot cause a panic.
 
+use pith_enc::le;
+
 use crate::error::Result;
 use crate::words::{corrupt, push_bytes, WordReader};
 
@@ -38,20 +40,6 @@ const ROUNDS: usize = 5;
 pub(crate) enum Mode {
     Raw = 0,
     Symbols = 1,
-}
-
-/// Loads up to 8 bytes little-endian, zero-filled.
-#[inline(always)]
-fn load(bytes: &[u8]) -> u64 {
-    if bytes.len() >= 8 {
-        u64::from_le_bytes([
-            bytes[0], bytes[1], bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7],
-        ])
-    } else {
-        let mut w = [0u8; 8];
-        w[..bytes.len()].copy_from_slice(bytes);
-        u64::from_le_bytes(w)
-    }
 }
 
 #[inline]
@@ -91,7 +79,7 @@ impl SymbolTable {
     /// Greedy parse of `input` into codes: `Ok(code)` or `Err(literal)`.
     #[inline]
     fn next_code(&self, input: &[u8]) -> (Option<u8>, usize) {
-        let word = load(input);
+        let word = le::u64_padded(input);
         for &c in &self.by_first[input[0] as usize] {
             let len = self.lens[c as usize] as usize;
             if len <= input.len() && (word ^ self.syms[c as usize]) & low_mask(len) == 0 {
@@ -314,7 +302,7 @@ impl<'a> Symbols<'a> {
             };
             i += 1;
             let rest = &query[pos..];
-            let q = load(rest);
+            let q = le::u64_padded(rest);
             let diff = (q ^ sym) & low_mask(len.min(rest.len()));
             if diff != 0 {
                 let at = diff.trailing_zeros() / 8;

@@ -479,7 +479,7 @@ impl<'a> Trie<'a> {
     /// Ids of the keys that start with `prefix`, as a half-open range.
     pub fn prefix_range(&self, prefix: &[u8]) -> std::ops::Range<u64> {
         let start = self.lower_bound(prefix);
-        let end = match prefix_successor(prefix) {
+        let end = match pith_enc::prefix::successor(prefix) {
             Some(next) => self.lower_bound(&next),
             None => self.num_keys as u64,
         };
@@ -501,17 +501,4 @@ impl<'a> Trie<'a> {
         };
         start..end.max(start)
     }
-}
-
-/// The smallest byte string greater than every string starting with `prefix`,
-/// or `None` if there is none (`prefix` is all `0xFF`).
-pub(crate) fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
-    let mut next = prefix.to_vec();
-    while let Some(last) = next.pop() {
-        if last < 0xFF {
-            next.push(last + 1);
-            return Some(next);
-        }
-    }
-    None
 }

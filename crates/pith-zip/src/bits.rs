@@ -7,6 +7,8 @@
 //! than the slice holds, so a truncated or crafted stream is detected by
 //! [`BitReader::finish`] rather than by a panic.
 
+use pith_enc::le;
+
 /// Packs bit fields into bytes, least significant bit first.
 #[derive(Default)]
 pub(crate) struct BitWriter {
@@ -23,7 +25,7 @@ impl BitWriter {
         self.acc |= value << self.bits;
         self.bits += n;
         if self.bits >= 32 {
-            self.out.extend_from_slice(&(self.acc as u32).to_le_bytes());
+            le::put_u32(&mut self.out, self.acc as u32);
             self.acc >>= 32;
             self.bits -= 32;
         }
@@ -77,10 +79,8 @@ impl<'a> BitReader<'a> {
     /// Tops `buf` up to at least 56 valid bits while input remains.
     #[inline]
     pub(crate) fn refill(&mut self) {
-        if let Some(word) = self.data.get(self.pos..self.pos + 8) {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(word);
-            self.buf |= u64::from_le_bytes(w) << self.bits;
+        if let Some(word) = le::u64_at(self.data, self.pos) {
+            self.buf |= word << self.bits;
             let take = (63 - self.bits) / 8;
             self.pos += take as usize;
             self.bits += take * 8;

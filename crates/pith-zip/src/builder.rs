@@ -17,6 +17,8 @@
 
 use std::io::Write;
 
+use pith_enc::le;
+
 use crate::error::{Error, Result};
 use crate::format::{Codec, Footer, FLAG_RECORD_CRC};
 use crate::global;
@@ -370,7 +372,7 @@ where
         buf.clear();
         prepared.encode(r, &mut buf)?;
         if options.record_checksums {
-            buf.extend_from_slice(&crc.to_le_bytes());
+            le::put_u32(&mut buf, crc);
         }
         pool_crc = crc32c::crc32c_append(pool_crc, &buf);
         out.write_all(&buf)?;

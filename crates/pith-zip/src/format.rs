@@ -17,6 +17,8 @@
 //! The footer comes last so the builder can stream records to any writer
 //! and fill in the sizes at the end, as LevelDB tables do.
 
+use pith_enc::le;
+
 use crate::error::{Error, Result};
 
 /// Footer magic.
@@ -76,16 +78,6 @@ pub(crate) struct Footer {
     pub(crate) flags: u32,
 }
 
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
-}
-
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    let mut w = [0u8; 8];
-    w.copy_from_slice(&b[at..at + 8]);
-    u64::from_le_bytes(w)
-}
-
 impl Footer {
     pub(crate) fn encode(&self) -> [u8; FOOTER_BYTES] {
         let mut f = [0u8; FOOTER_BYTES];
@@ -112,18 +104,17 @@ impl Footer {
 
     /// Decodes and checks the footer at the end of `bytes`.
     pub(crate) fn decode(bytes: &[u8]) -> Result<Footer> {
-        if bytes.len() < FOOTER_BYTES {
+        let Some(f) = bytes.last_chunk::<FOOTER_BYTES>() else {
             return Err(Error::Truncated {
                 what: "footer",
                 needed: FOOTER_BYTES as u64,
                 available: bytes.len() as u64,
             });
-        }
-        let f = &bytes[bytes.len() - FOOTER_BYTES..];
+        };
         if f[..8] != MAGIC {
             return Err(Error::BadMagic);
         }
-        let stored = u32_at(f, 76);
+        let stored = le::u32_in(f, 76);
         let computed = crc32c::crc32c(&f[..76]);
         if stored != computed {
             return Err(Error::ChecksumMismatch {
@@ -132,7 +123,7 @@ impl Footer {
                 computed,
             });
         }
-        let version = u32_at(f, 8);
+        let version = le::u32_in(f, 8);
         if version != VERSION {
             return Err(Error::UnsupportedVersion {
                 expected: VERSION,
@@ -140,11 +131,12 @@ impl Footer {
             });
         }
         let at = (bytes.len() - FOOTER_BYTES) as u64;
-        let codec = Codec::from_tag(u32_at(f, 12)).ok_or_else(|| Error::Corrupt {
+        let tag = le::u32_in(f, 12);
+        let codec = Codec::from_tag(tag).ok_or_else(|| Error::Corrupt {
             offset: at + 12,
-            detail: format!("unknown codec {}", u32_at(f, 12)),
+            detail: format!("unknown codec {tag}"),
         })?;
-        let flags = u32_at(f, 72);
+        let flags = le::u32_in(f, 72);
         if flags & !FLAG_RECORD_CRC != 0 {
             return Err(Error::Corrupt {
                 offset: at + 72,
@@ -153,14 +145,14 @@ impl Footer {
         }
         Ok(Footer {
             codec,
-            records: u64_at(f, 16),
-            pool_len: u64_at(f, 24),
-            dict_len: u64_at(f, 32),
-            offsets_len: u64_at(f, 40),
-            max_record: u64_at(f, 48),
-            raw_bytes: u64_at(f, 56),
-            pool_crc: u32_at(f, 64),
-            meta_crc: u32_at(f, 68),
+            records: le::u64_in(f, 16),
+            pool_len: le::u64_in(f, 24),
+            dict_len: le::u64_in(f, 32),
+            offsets_len: le::u64_in(f, 40),
+            max_record: le::u64_in(f, 48),
+            raw_bytes: le::u64_in(f, 56),
+            pool_crc: le::u32_in(f, 64),
+            meta_crc: le::u32_in(f, 68),
             flags,
         })
     }

@@ -18,6 +18,8 @@
 //! read), so table slots never overlap; slots no code reaches hold length 0
 //! and decode as an error; an escaped index must be below `n`.
 
+use pith_enc::le;
+
 use crate::bits::{BitReader, BitWriter};
 
 /// Longest code, in bits; decode tables have `2^MAX_BITS` entries.
@@ -256,7 +258,7 @@ impl Decoder {
 
 /// Appends `lengths` as 4-bit nibbles after a u16 count.
 pub(crate) fn write_lengths(out: &mut Vec<u8>, lengths: &[u8]) {
-    out.extend_from_slice(&(lengths.len() as u16).to_le_bytes());
+    le::put_u16(out, lengths.len() as u16);
     for pair in lengths.chunks(2) {
         out.push(pair[0] | pair.get(1).copied().unwrap_or(0) << 4);
     }
@@ -264,7 +266,7 @@ pub(crate) fn write_lengths(out: &mut Vec<u8>, lengths: &[u8]) {
 
 /// Reads what [`write_lengths`] wrote; returns the lengths and the bytes used.
 pub(crate) fn read_lengths(bytes: &[u8]) -> Option<(Vec<u8>, usize)> {
-    let n = usize::from(u16::from_le_bytes([*bytes.first()?, *bytes.get(1)?]));
+    let n = usize::from(le::u16_at(bytes, 0)?);
     let packed = bytes.get(2..2 + n.div_ceil(2))?;
     let mut lengths = Vec::with_capacity(n);
     for &b in packed {

@@ -3,57 +3,39 @@
 //! Layout (`u64` words): `count | width | bases[ceil(count / 64)] |
 //! deltas[ceil(count * width / 64) + 1]`. Value `i` is
 //! `bases[i / 64] + delta[i]`, where `delta[i]` is bits
-//! `i*width .. (i+1)*width` of the little-endian delta bit stream. One read
+//! `i*width .. (i+1)*width` of the little-endian delta bit stream (a
+//! [`pith_enc::packed`] stream followed by one zero word). One read
 //! of a base and one of a delta (usually the same cache line for `i` and
 //! `i + 1`) give a record's extent: cheaper than Elias-Fano's select, at
 //! `width + 1` bits per record, where `width` covers the largest span of 64
 //! consecutive records.
 
+use pith_enc::packed::{self, bits_for, Packed};
+
 use crate::error::{Error, Result};
 
 const SAMPLE: usize = 64;
 
-fn bits_for(max: u64) -> u32 {
-    64 - max.leading_zeros()
-}
-
 /// Appends the encoding of `values` (non-decreasing) to `out`.
 pub(crate) fn write_offsets(out: &mut Vec<u64>, values: &[u64]) {
     let bases: Vec<u64> = values.chunks(SAMPLE).map(|c| c[0]).collect();
-    let max_delta = values
+    let deltas = values
         .iter()
         .enumerate()
-        .map(|(i, v)| v - bases[i / SAMPLE])
-        .max()
-        .unwrap_or(0);
-    let width = bits_for(max_delta);
+        .map(|(i, v)| v - bases[i / SAMPLE]);
+    let width = bits_for(deltas.clone().max().unwrap_or(0));
     out.push(values.len() as u64);
     out.push(u64::from(width));
     out.extend_from_slice(&bases);
-    let start = out.len();
-    out.resize(start + (values.len() * width as usize).div_ceil(64) + 1, 0);
-    if width == 0 {
-        return;
-    }
-    let words = &mut out[start..];
-    for (i, v) in values.iter().enumerate() {
-        let d = v - bases[i / SAMPLE];
-        let bit = i * width as usize;
-        let (w, off) = (bit / 64, bit % 64);
-        words[w] |= d << off;
-        if off + width as usize > 64 {
-            words[w + 1] |= d >> (64 - off);
-        }
-    }
+    packed::pack_into(out, deltas, width);
+    out.push(0);
 }
 
 /// A read-only offsets array.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Offsets<'a> {
-    len: usize,
-    width: u32,
     bases: &'a [u64],
-    deltas: &'a [u64],
+    deltas: Packed<'a>,
 }
 
 impl<'a> Offsets<'a> {
@@ -72,42 +54,26 @@ impl<'a> Offsets<'a> {
         if width > 64 || count > (rest.len() as u64) * 64 {
             return Err(bad("offsets: count or width out of range"));
         }
-        let len = count as usize;
+        let (len, width) = (count as usize, width as u32);
         let nbases = len.div_ceil(SAMPLE);
-        let ndeltas = (len * width as usize).div_ceil(64) + 1;
-        if rest.len() != nbases + ndeltas {
+        let ndeltas = packed::words_for(len, width).map(|n| n + 1);
+        if ndeltas.is_none() || ndeltas != rest.len().checked_sub(nbases) {
             return Err(bad("offsets: section size disagrees with count and width"));
         }
         let (bases, deltas) = rest.split_at(nbases);
-        Ok(Offsets {
-            len,
-            width: width as u32,
-            bases,
-            deltas,
-        })
+        let deltas = Packed::new(deltas, len, width)
+            .ok_or_else(|| bad("offsets: section size disagrees with count and width"))?;
+        Ok(Offsets { bases, deltas })
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.len
+        self.deltas.len()
     }
 
     /// Value `i`, for `i < len`.
     #[inline]
     pub(crate) fn get(&self, i: usize) -> u64 {
-        let base = self.bases[i / SAMPLE];
-        if self.width == 0 {
-            return base;
-        }
-        let bit = i * self.width as usize;
-        let (w, off) = (bit / 64, (bit % 64) as u32);
-        let lo = self.deltas[w] >> off;
-        let hi = self.deltas[w + 1].checked_shl(64 - off).unwrap_or(0);
-        let mask = if self.width == 64 {
-            u64::MAX
-        } else {
-            (1u64 << self.width) - 1
-        };
-        base.wrapping_add((lo | hi) & mask)
+        self.bases[i / SAMPLE].wrapping_add(self.deltas.get(i))
     }
 }
 

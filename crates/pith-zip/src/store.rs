@@ -10,6 +10,8 @@
 //! Thread safety: a `Store` is `Send + Sync`; `get` may be called from many
 //! threads at once (each thread keeps its own zstd context).
 
+use pith_enc::le;
+
 use crate::error::{Error, Result};
 use crate::format::{pad8, Codec, Footer, FLAG_RECORD_CRC, FOOTER_BYTES, MAX_EXPANSION};
 use crate::global;
@@ -223,7 +225,7 @@ impl<'a> Store<'a> {
         let stored = &self.pool[a..b];
         let (payload, crc) = if self.footer.flags & FLAG_RECORD_CRC != 0 {
             let (p, c) = stored.split_at(stored.len() - 4);
-            (p, Some(u32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+            (p, le::u32_at(c, 0))
         } else {
             (stored, None)
         };

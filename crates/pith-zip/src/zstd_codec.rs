@@ -13,6 +13,8 @@ use std::cell::RefCell;
 
 use zstd::zstd_safe::{self, CParameter, DParameter, FrameFormat};
 
+use pith_enc::le;
+
 use crate::error::{Error, Result};
 use crate::format::MAX_EXPANSION;
 
@@ -73,9 +75,7 @@ pub(crate) fn content_size(frame: &[u8]) -> Option<u64> {
         _ => 8,
     };
     let field = frame.get(at..at + fcs_len)?;
-    let mut w = [0u8; 8];
-    w[..fcs_len].copy_from_slice(field);
-    let v = u64::from_le_bytes(w);
+    let v = le::u64_padded(field);
     Some(if fcs_len == 2 { v + 256 } else { v })
 }
 

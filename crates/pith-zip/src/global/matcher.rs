@@ -13,38 +13,17 @@
 //! (or `NONE`), and chains strictly increase, so every walk ends and visits
 //! the front of the dictionary, where its most referenced bytes are, first.
 
+use pith_enc::le;
+use pith_enc::prefix::common_len;
+
 /// Bytes hashed to find candidates.
 pub(crate) const HASH_LEN: usize = 6;
 const NONE: u32 = u32::MAX;
 
 #[inline]
 fn hash(bytes: &[u8], bits: u32) -> usize {
-    let mut w = [0u8; 8];
-    w[..HASH_LEN].copy_from_slice(&bytes[..HASH_LEN]);
-    let v = u64::from_le_bytes(w);
+    let v = le::u64_padded(&bytes[..HASH_LEN]);
     (v.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - bits)) as usize
-}
-
-/// Length of the common prefix of `a` and `b`, eight bytes at a time.
-#[inline]
-pub(crate) fn common_prefix(a: &[u8], b: &[u8]) -> usize {
-    let n = a.len().min(b.len());
-    let mut i = 0;
-    while i + 8 <= n {
-        let mut x = [0u8; 8];
-        let mut y = [0u8; 8];
-        x.copy_from_slice(&a[i..i + 8]);
-        y.copy_from_slice(&b[i..i + 8]);
-        let diff = u64::from_le_bytes(x) ^ u64::from_le_bytes(y);
-        if diff != 0 {
-            return i + (diff.trailing_zeros() / 8) as usize;
-        }
-        i += 8;
-    }
-    while i < n && a[i] == b[i] {
-        i += 1;
-    }
-    i
 }
 
 /// Hash chains over the dictionary.
@@ -96,7 +75,7 @@ impl DictIndex {
         let mut seen = 0;
         while p != NONE && seen < depth {
             let at = p as usize;
-            let len = common_prefix(s, &self.dict[at..]);
+            let len = common_len(s, &self.dict[at..]);
             if len >= HASH_LEN && !f(at, len) {
                 return;
             }
@@ -166,7 +145,7 @@ impl LocalIndex {
         while p != NONE && seen < depth {
             let from = p as usize;
             if from < at {
-                let len = common_prefix(&record[at..], &record[from..]);
+                let len = common_len(&record[at..], &record[from..]);
                 if len >= HASH_LEN && !f(at - from, len) {
                     return;
                 }
@@ -202,12 +181,5 @@ mod tests {
             true
         });
         assert_eq!(found, vec![(9, 8)]);
-    }
-
-    #[test]
-    fn common_prefix_counts_bytes() {
-        assert_eq!(common_prefix(b"abcdefghijk", b"abcdefghijx"), 10);
-        assert_eq!(common_prefix(b"abc", b"abcdef"), 3);
-        assert_eq!(common_prefix(b"", b"a"), 0);
     }
 }

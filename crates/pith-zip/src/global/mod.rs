@@ -45,6 +45,7 @@ mod matcher;
 mod parse;
 mod symbols;
 
+use pith_enc::le;
 use zstd::zstd_safe::{self, CParameter, DParameter};
 
 use crate::bits::BitWriter;
@@ -285,8 +286,8 @@ impl Encoder {
         let packed = compress_dict(dict)?;
         let mut out = Vec::with_capacity(packed.len() + 1024);
         out.extend_from_slice(&MAGIC);
-        out.extend_from_slice(&(dict.len() as u32).to_le_bytes());
-        out.extend_from_slice(&(packed.len() as u32).to_le_bytes());
+        le::put_u32(&mut out, dict.len() as u32);
+        le::put_u32(&mut out, packed.len() as u32);
         for l in &self.lengths {
             huffman::write_lengths(&mut out, l);
         }
@@ -342,8 +343,7 @@ fn read_model(bytes: &[u8]) -> std::result::Result<(Vec<u8>, Vec<Vec<u8>>), Stri
         return Err("model section lacks its magic".into());
     }
     let u32_at = |at: usize| -> std::result::Result<usize, String> {
-        let b = bytes.get(at..at + 4).ok_or("model header truncated")?;
-        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+        Ok(le::u32_at(bytes, at).ok_or("model header truncated")? as usize)
     };
     let (dict_len, packed_len) = (u32_at(4)?, u32_at(8)?);
     let mut at = 12;

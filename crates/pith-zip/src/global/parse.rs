@@ -8,7 +8,9 @@
 //! its source holds exactly the bytes it replaces; the last sequence has no
 //! match (`match_len == 0`).
 
-use super::matcher::{common_prefix, DictIndex, LocalIndex};
+use pith_enc::prefix::common_len;
+
+use super::matcher::{DictIndex, LocalIndex};
 use super::symbols::{match_len, source, Source, MAX_MATCH, MIN_MATCH};
 
 /// One sequence: `lit_len` literals starting at `lit_start`, then a match
@@ -120,12 +122,12 @@ impl Parser {
         let predicted = st.cursor + (p - st.lit_start) as u64;
         let mut longest = 0;
         if let Some(tail) = dict.get(predicted as usize..) {
-            longest = common_prefix(rest, tail);
+            longest = common_len(rest, tail);
             offer(longest, Source::Near(0));
         }
         if st.last_dist > 0 && st.last_dist as usize <= p {
             let from = p - st.last_dist as usize;
-            let len = common_prefix(rest, &rec[from..]);
+            let len = common_len(rest, &rec[from..]);
             longest = longest.max(len);
             offer(len, Source::LocalRepeat);
         }
