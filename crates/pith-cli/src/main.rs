@@ -149,9 +149,6 @@ pub enum CliError {
     /// Anything the user asked for that cannot be done.
     #[error("{0}")]
     Usage(String),
-    /// A database iterator stopped on an error (its message).
-    #[error("iterator stopped: {0}")]
-    IteratorFailed(String),
     /// `pith stress` read something its expected state rules out.
     #[error("stress: {count} mismatch(es); first, in {check} of key {key}: expected {expected}, found {found}")]
     StressMismatch {

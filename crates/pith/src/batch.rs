@@ -12,6 +12,8 @@
 //! a later operation on the same key wins. Parsing never panics: malformed
 //! bytes give `None` from [`parse`].
 
+use pith_enc::{le, varint};
+
 use crate::dbformat::Kind;
 
 pub(crate) const HEADER: usize = 12;
@@ -42,9 +44,9 @@ impl WriteBatch {
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> &mut Self {
         let (key, value) = (key.as_ref(), value.as_ref());
         self.rep.push(Kind::Put as u8);
-        put_varint(&mut self.rep, key.len() as u64);
+        varint::put(&mut self.rep, key.len() as u64);
         self.rep.extend_from_slice(key);
-        put_varint(&mut self.rep, value.len() as u64);
+        varint::put(&mut self.rep, value.len() as u64);
         self.rep.extend_from_slice(value);
         self.bump();
         self
@@ -54,7 +56,7 @@ impl WriteBatch {
     pub fn delete(&mut self, key: impl AsRef<[u8]>) -> &mut Self {
         let key = key.as_ref();
         self.rep.push(Kind::Delete as u8);
-        put_varint(&mut self.rep, key.len() as u64);
+        varint::put(&mut self.rep, key.len() as u64);
         self.rep.extend_from_slice(key);
         self.bump();
         self
@@ -148,8 +150,8 @@ pub(crate) fn parse(payload: &[u8]) -> Option<Parsed<'_>> {
     if payload.len() < HEADER {
         return None;
     }
-    let seq = u64::from_le_bytes(payload[..8].try_into().ok()?);
-    let count = u32::from_le_bytes(payload[8..12].try_into().ok()?);
+    let seq = le::u64_at(payload, 0)?;
+    let count = le::u32_at(payload, 8)?;
     let mut it = Ops {
         rest: &payload[HEADER..],
         left: count,
@@ -164,28 +166,8 @@ pub(crate) fn parse(payload: &[u8]) -> Option<Parsed<'_>> {
     Some(Parsed { seq, ops })
 }
 
-pub(crate) fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push(v as u8 | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
-}
-
-/// Reads a varint; `None` if truncated or longer than 10 bytes.
-pub(crate) fn get_varint(b: &[u8]) -> Option<(u64, &[u8])> {
-    let mut v = 0u64;
-    for (i, &byte) in b.iter().enumerate().take(10) {
-        v |= u64::from(byte & 0x7f) << (7 * i);
-        if byte < 0x80 {
-            return Some((v, &b[i + 1..]));
-        }
-    }
-    None
-}
-
 fn take_prefixed(b: &[u8]) -> Option<(&[u8], &[u8])> {
-    let (len, rest) = get_varint(b)?;
+    let (len, rest) = varint::get(b)?;
     let len = usize::try_from(len).ok()?;
     (len <= rest.len()).then(|| rest.split_at(len))
 }

@@ -19,7 +19,7 @@ use crate::core::{lock, Inner, State};
 use crate::dbformat::{tag_kind, Kind};
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
-use crate::iter::{prefix_end, DbIterator, MemCursor, Scan, VersionCursor};
+use crate::iter::{DbIterator, MemCursor, Scan, VersionCursor};
 use crate::options::{Options, WriteOptions};
 use crate::recovery::{self, RecoveryReport};
 use crate::segment::cursor::SegmentCursor;
@@ -224,7 +224,7 @@ impl DB {
 
     /// `(key, value)` pairs whose keys start with `prefix`.
     pub fn prefix(&self, prefix: &[u8]) -> Scan {
-        let end = prefix_end(prefix).map_or(Bound::Unbounded, Bound::Excluded);
+        let end = pith_enc::prefix::successor(prefix).map_or(Bound::Unbounded, Bound::Excluded);
         Scan::new(self.iter(), Bound::Included(prefix), end)
     }
 

@@ -341,16 +341,3 @@ impl Iterator for Scan {
         )))
     }
 }
-
-/// The smallest key greater than every key starting with `prefix`, or
-/// `None` when there is none (the prefix is all 0xff).
-pub(crate) fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xff {
-            end.push(last + 1);
-            return Some(end);
-        }
-    }
-    None
-}

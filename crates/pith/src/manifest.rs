@@ -21,6 +21,8 @@
 
 use std::path::Path;
 
+use pith_enc::le;
+
 use crate::env::Fs;
 use crate::error::{Error, Result};
 use crate::filename::{MANIFEST, MANIFEST_TMP};
@@ -57,10 +59,10 @@ impl Manifest {
     pub(crate) fn encode(&self) -> Vec<u8> {
         let mut b = Vec::with_capacity(FIXED + PER_SEGMENT * self.segments.len() + 4);
         b.extend_from_slice(MAGIC);
-        b.extend_from_slice(&VERSION.to_le_bytes());
-        b.extend_from_slice(&(self.segments.len() as u32).to_le_bytes());
+        le::put_u32(&mut b, VERSION);
+        le::put_u32(&mut b, self.segments.len() as u32);
         for v in [self.next_file, self.last_seq, self.log_number] {
-            b.extend_from_slice(&v.to_le_bytes());
+            le::put_u64(&mut b, v);
         }
         for s in &self.segments {
             for v in [
@@ -71,11 +73,11 @@ impl Manifest {
                 s.max_seq,
                 s.file_bytes,
             ] {
-                b.extend_from_slice(&v.to_le_bytes());
+                le::put_u64(&mut b, v);
             }
         }
         let crc = crc32c::crc32c(&b);
-        b.extend_from_slice(&crc.to_le_bytes());
+        le::put_u32(&mut b, crc);
         b
     }
 
@@ -87,12 +89,10 @@ impl Manifest {
         if &b[..8] != MAGIC {
             return Err(corrupt(0, "bad manifest magic (expected \"PITHMAN\\0\")"));
         }
-        let u32_at = |at: usize| u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]);
-        let u64_at = |at: usize| {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(&b[at..at + 8]);
-            u64::from_le_bytes(w)
-        };
+        // In bounds: the fixed part was checked above, the segment table
+        // below once the length matches the count.
+        let u32_at = |at: usize| le::u32_at(b, at).unwrap_or(0);
+        let u64_at = |at: usize| le::u64_at(b, at).unwrap_or(0);
         let count = u32_at(12) as usize;
         let expected = FIXED + PER_SEGMENT * count + 4;
         if b.len() != expected {

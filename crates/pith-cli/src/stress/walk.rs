@@ -37,7 +37,7 @@ pub struct Walked {
 
 fn status(it: &DbIterator) -> Result<(), Fail> {
     it.status()
-        .map_err(|e| Fail::Error(CliError::IteratorFailed(e.to_string())))
+        .map_err(|e| Fail::Error(CliError::Db(e.clone())))
 }
 
 fn text(k: Option<&[u8]>) -> String {

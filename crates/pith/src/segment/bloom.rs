@@ -14,15 +14,15 @@ pub(crate) fn hash(key: &[u8]) -> u64 {
     let mut h = (key.len() as u64).wrapping_mul(M) ^ 0x5851_F42D_4C95_7F2D;
     let mut chunks = key.chunks_exact(8);
     for c in &mut chunks {
-        let mut w = [0u8; 8];
-        w.copy_from_slice(c);
-        h = (h ^ u64::from_le_bytes(w)).wrapping_mul(M).rotate_left(29);
+        h = (h ^ pith_enc::le::u64_padded(c))
+            .wrapping_mul(M)
+            .rotate_left(29);
     }
     let rest = chunks.remainder();
     if !rest.is_empty() {
-        let mut w = [0u8; 8];
-        w[..rest.len()].copy_from_slice(rest);
-        h = (h ^ u64::from_le_bytes(w)).wrapping_mul(M).rotate_left(29);
+        h = (h ^ pith_enc::le::u64_padded(rest))
+            .wrapping_mul(M)
+            .rotate_left(29);
     }
     h ^= h >> 33;
     h = h.wrapping_mul(0xFF51_AFD7_ED55_8CCD);

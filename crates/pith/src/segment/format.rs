@@ -17,6 +17,8 @@
 //! bloom) and relies on the trie's and the store's own checksums of their
 //! metadata; `verify` checks all five.
 
+use pith_enc::le;
+
 pub(crate) const MAGIC: &[u8; 8] = b"PITHSEG\0";
 pub(crate) const VERSION: u32 = 1;
 pub(crate) const HEADER_BYTES: usize = 184;
@@ -47,18 +49,6 @@ pub(crate) struct Header {
     pub max_seq: u64,
     pub raw_key_bytes: u64,
     pub sections: [Section; SECTIONS],
-}
-
-fn u64_at(b: &[u8], at: usize) -> u64 {
-    let mut w = [0u8; 8];
-    w.copy_from_slice(&b[at..at + 8]);
-    u64::from_le_bytes(w)
-}
-
-fn u32_at(b: &[u8], at: usize) -> u32 {
-    let mut w = [0u8; 4];
-    w.copy_from_slice(&b[at..at + 4]);
-    u32::from_le_bytes(w)
 }
 
 /// Why a header did not decode.
@@ -99,40 +89,40 @@ impl Header {
     }
 
     pub(crate) fn decode(b: &[u8]) -> Result<Header, HeaderError> {
-        if b.len() < HEADER_BYTES {
+        let Some(b) = b.first_chunk::<HEADER_BYTES>() else {
             return Err(HeaderError::Truncated);
-        }
+        };
         if &b[..8] != MAGIC {
             return Err(HeaderError::BadMagic);
         }
-        let (stored, computed) = (u32_at(b, 176), crc32c::crc32c(&b[..176]));
+        let (stored, computed) = (le::u32_in(b, 176), crc32c::crc32c(&b[..176]));
         if stored != computed {
             return Err(HeaderError::Checksum { stored, computed });
         }
-        let version = u32_at(b, 8);
+        let version = le::u32_in(b, 8);
         if version != VERSION {
             return Err(HeaderError::Version(version));
         }
-        if u32_at(b, 12) != 0 || u32_at(b, 180) != 0 {
+        if le::u32_in(b, 12) != 0 || le::u32_in(b, 180) != 0 {
             return Err(HeaderError::Reserved);
         }
         let mut h = Header {
-            keys: u64_at(b, 16),
-            records: u64_at(b, 24),
-            min_seq: u64_at(b, 32),
-            max_seq: u64_at(b, 40),
-            raw_key_bytes: u64_at(b, 48),
+            keys: le::u64_in(b, 16),
+            records: le::u64_in(b, 24),
+            min_seq: le::u64_in(b, 32),
+            max_seq: le::u64_in(b, 40),
+            raw_key_bytes: le::u64_in(b, 48),
             sections: Default::default(),
         };
         for (i, s) in h.sections.iter_mut().enumerate() {
             let at = 56 + 24 * i;
-            if u32_at(b, at + 20) != 0 {
+            if le::u32_in(b, at + 20) != 0 {
                 return Err(HeaderError::Reserved);
             }
             *s = Section {
-                offset: u64_at(b, at),
-                len: u64_at(b, at + 8),
-                crc: u32_at(b, at + 16),
+                offset: le::u64_in(b, at),
+                len: le::u64_in(b, at + 8),
+                crc: le::u32_in(b, at + 16),
             };
         }
         Ok(h)

@@ -8,32 +8,24 @@
 //! number, spends one bit per record; a flushed memtable about
 //! `log2(writes)` bits.
 
-use crate::dbformat::Kind;
-use crate::dbformat::{tag, tag_kind, tag_seq};
+use pith_enc::packed::{self, Packed};
+
+use crate::dbformat::{tag, tag_kind, tag_seq, Kind};
 
 /// Packs `tags` (full tags) relative to `min_seq`.
 pub(crate) fn pack(tags: &[u64], min_seq: u64) -> Vec<u64> {
     let entry = |t: u64| (tag_seq(t) - min_seq) << 1 | (tag_kind(t) == Kind::Put) as u64;
     let max = tags.iter().map(|&t| entry(t)).max().unwrap_or(0);
-    let width = (64 - max.leading_zeros()).max(1) as u64;
-    let mut words = vec![0u64; 1 + (tags.len() as u64 * width).div_ceil(64) as usize];
-    words[0] = width;
-    for (i, &t) in tags.iter().enumerate() {
-        let (bit, v) = (i as u64 * width, entry(t));
-        let (w, s) = (1 + (bit / 64) as usize, bit % 64);
-        words[w] |= v << s;
-        if s + width > 64 {
-            words[w + 1] |= v >> (64 - s);
-        }
-    }
+    let width = packed::bits_for(max).max(1);
+    let mut words = vec![u64::from(width)];
+    packed::pack_into(&mut words, tags.iter().map(|&t| entry(t)), width);
     words
 }
 
 /// A validated view of a tags section.
 #[derive(Clone, Copy)]
 pub(crate) struct Tags<'a> {
-    words: &'a [u64],
-    width: u64,
+    values: Packed<'a>,
     len: u64,
     min_seq: u64,
 }
@@ -45,19 +37,18 @@ impl<'a> Tags<'a> {
         if !(1..=57).contains(&width) {
             return Err(format!("tag width {width} is outside 1..=57"));
         }
-        let need = len
-            .checked_mul(width)
-            .map(|b| b.div_ceil(64))
-            .ok_or("tag bits overflow")?;
-        if need != words.len() as u64 {
-            return Err(format!(
-                "{} tag words for {len} records of {width} bits",
-                words.len()
-            ));
-        }
+        let count = usize::try_from(len).map_err(|_| "tag count overflows".to_string())?;
+        let need = packed::words_for(count, width as u32).ok_or("tag bits overflow")?;
+        let values = Packed::new(words, count, width as u32)
+            .filter(|_| need == words.len())
+            .ok_or_else(|| {
+                format!(
+                    "{} tag words for {len} records of {width} bits",
+                    words.len()
+                )
+            })?;
         Ok(Tags {
-            words,
-            width,
+            values,
             len,
             min_seq,
         })
@@ -68,15 +59,7 @@ impl<'a> Tags<'a> {
         if r >= self.len {
             return 0;
         }
-        let bit = r * self.width;
-        let (w, s) = ((bit / 64) as usize, bit % 64);
-        let lo = self.words.get(w).copied().unwrap_or(0) >> s;
-        let hi = if s + self.width > 64 {
-            self.words.get(w + 1).copied().unwrap_or(0) << (64 - s)
-        } else {
-            0
-        };
-        let v = (lo | hi) & ((1u64 << self.width) - 1);
+        let v = self.values.get(r as usize);
         let kind = if v & 1 == 1 { Kind::Put } else { Kind::Delete };
         tag(self.min_seq + (v >> 1), kind)
     }

@@ -40,7 +40,7 @@ pub(crate) fn header() -> [u8; HEADER] {
 pub(crate) fn frame(out: &mut Vec<u8>, payload: &[u8]) {
     let len = (payload.len() as u32).to_le_bytes();
     let crc = crc32c::crc32c_append(crc32c::crc32c(&len), payload);
-    out.extend_from_slice(&crc.to_le_bytes());
+    pith_enc::le::put_u32(out, crc);
     out.extend_from_slice(&len);
     out.extend_from_slice(payload);
 }

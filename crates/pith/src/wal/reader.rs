@@ -24,6 +24,8 @@
 
 use std::path::Path;
 
+use pith_enc::le;
+
 use crate::batch;
 use crate::dbformat::MAX_SEQ;
 use crate::env::Fs;
@@ -93,8 +95,9 @@ pub(crate) fn replay_bytes(
             "bad WAL magic (expected \"PITHWAL\\0\")",
         ));
     }
-    let version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
-    let stored = u32::from_le_bytes([bytes[12], bytes[13], bytes[14], bytes[15]]);
+    // At least HEADER bytes, checked above.
+    let version = le::u32_at(bytes, 8).unwrap_or(0);
+    let stored = le::u32_at(bytes, 12).unwrap_or(0);
     if crc32c::crc32c(&bytes[..12]) != stored {
         return Err(Error::corrupt(path, 12, "WAL header checksum mismatch"));
     }
@@ -118,8 +121,9 @@ pub(crate) fn replay_bytes(
             out.torn_bytes = rest.len() as u64;
             break;
         }
-        let crc = u32::from_le_bytes([rest[0], rest[1], rest[2], rest[3]]);
-        let len = u32::from_le_bytes([rest[4], rest[5], rest[6], rest[7]]) as usize;
+        // At least RECORD_HEADER bytes, checked above.
+        let crc = le::u32_at(rest, 0).unwrap_or(0);
+        let len = le::u32_at(rest, 4).unwrap_or(0) as usize;
         let end = RECORD_HEADER.saturating_add(len);
         if end > rest.len() {
             // The record runs past the end: the append was cut short --
@@ -196,16 +200,7 @@ enum Follower {
 /// Looks in `rest` (a record that runs past the end, and what follows)
 /// for an intact record that continues the sequence; see the module docs.
 fn follower(rest: &[u8], floor: u64) -> Follower {
-    let u64_at = |b: &[u8], at: usize| -> Option<u64> {
-        b.get(at..at + 8)
-            .and_then(|w| w.try_into().ok())
-            .map(u64::from_le_bytes)
-    };
-    let u32_at = |b: &[u8], at: usize| -> Option<u32> {
-        b.get(at..at + 4)
-            .and_then(|w| w.try_into().ok())
-            .map(u32::from_le_bytes)
-    };
+    use le::{u32_at, u64_at};
     // The torn record's own payload header, if it is plausible.
     let own = u64_at(rest, RECORD_HEADER)
         .zip(u32_at(rest, RECORD_HEADER + 8))
