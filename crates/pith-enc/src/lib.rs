@@ -39,6 +39,8 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+#[cfg(any(test, feature = "golden"))]
+pub mod golden;
 pub mod le;
 pub mod packed;
 pub mod prefix;

@@ -395,22 +395,7 @@ fn trie_is_send_and_sync() {
 
 #[test]
 fn golden_bytes_match_docs() {
-    let doc = include_str!("../../../docs/format.md");
-    let block = doc
-        .split("```text golden-trie-v1\n")
-        .nth(1)
-        .and_then(|rest| rest.split("```").next())
-        .expect("golden block in docs/format.md");
-    let want: Vec<u8> = block
-        .lines()
-        .flat_map(|line| {
-            line.split_once(": ")
-                .map(|(_, hex)| hex)
-                .unwrap_or("")
-                .split_whitespace()
-        })
-        .map(|h| u8::from_str_radix(h, 16).expect("hex byte"))
-        .collect();
+    let want = pith_enc::golden::block(include_str!("../../../docs/format.md"), "golden-trie-v1");
     let got = build([b"a".as_slice(), b"ab", b"b"]).unwrap();
     assert_eq!(
         got.as_bytes(),

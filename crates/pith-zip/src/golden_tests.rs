@@ -4,29 +4,7 @@
 use crate::{build_to_vec, Codec, CodecChoice, Options, Store};
 
 fn golden(name: &str) -> Vec<u8> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/format.md");
-    let doc = std::fs::read_to_string(path).expect("docs/format.md");
-    let block = doc
-        .split(&format!("```text {name}\n"))
-        .nth(1)
-        .and_then(|rest| rest.split("```").next())
-        .unwrap_or_else(|| panic!("no {name} block in docs/format.md"));
-    block
-        .split_whitespace()
-        .map(|h| u8::from_str_radix(h, 16).expect("hex byte"))
-        .collect()
-}
-
-fn hex(b: &[u8]) -> String {
-    b.chunks(16)
-        .map(|c| {
-            c.iter()
-                .map(|x| format!("{x:02x}"))
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    pith_enc::golden::block(include_str!("../../../docs/format.md"), name)
 }
 
 #[test]
@@ -41,7 +19,7 @@ fn plain_store_matches_docs() {
         bytes,
         golden("golden-zip-v1"),
         "docs drifted; the builder writes:\n{}",
-        hex(&bytes)
+        pith_enc::golden::hex(&bytes)
     );
     // And the documented bytes read back as the records.
     let mut aligned = vec![0u64; bytes.len().div_ceil(8)];

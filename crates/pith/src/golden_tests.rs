@@ -5,29 +5,7 @@ use crate::batch::WriteBatch;
 use crate::manifest::{Manifest, SegmentEntry};
 
 fn golden(name: &str) -> Vec<u8> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/format.md");
-    let doc = std::fs::read_to_string(path).expect("docs/format.md");
-    let block = doc
-        .split(&format!("```text {name}\n"))
-        .nth(1)
-        .and_then(|rest| rest.split("```").next())
-        .unwrap_or_else(|| panic!("no {name} block in docs/format.md"));
-    block
-        .split_whitespace()
-        .map(|h| u8::from_str_radix(h, 16).expect("hex byte"))
-        .collect()
-}
-
-fn hex(b: &[u8]) -> String {
-    b.chunks(16)
-        .map(|c| {
-            c.iter()
-                .map(|x| format!("{x:02x}"))
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    pith_enc::golden::block(include_str!("../../../docs/format.md"), name)
 }
 
 #[test]
@@ -48,7 +26,7 @@ fn wal_matches_docs() {
         bytes,
         golden("golden-wal-v1"),
         "docs drifted; encoder writes:\n{}",
-        hex(&bytes)
+        pith_enc::golden::hex(&bytes)
     );
 }
 
@@ -72,7 +50,7 @@ fn manifest_matches_docs() {
         bytes,
         golden("golden-manifest-v1"),
         "docs drifted; encoder writes:\n{}",
-        hex(&bytes)
+        pith_enc::golden::hex(&bytes)
     );
 }
 
@@ -129,7 +107,7 @@ fn segment_matches_docs() {
         bytes,
         golden("golden-segment-v1"),
         "docs drifted; the writer writes:\n{}",
-        hex(&bytes)
+        pith_enc::golden::hex(&bytes)
     );
     let seg = crate::segment::Segment::from_bytes(
         crate::env::FileBytes::heap(bytes),

@@ -7,7 +7,7 @@
 
 use std::collections::BTreeSet;
 
-use pith::env::{CallKind, Injected};
+use pith::env::{Call, CallKind, Injected};
 use pith::fuzz::api::{Driver, Op};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -102,6 +102,19 @@ fn workload() -> Vec<Op> {
     ops
 }
 
+/// A call site: the kind of call and the kind of file (`*.wal`, `MANIFEST`).
+fn site(c: &Call) -> (CallKind, String) {
+    let name = c
+        .path
+        .file_name()
+        .map_or(String::new(), |n| n.to_string_lossy().into_owned());
+    let class = match name.rsplit_once('.') {
+        Some((_, ext)) => format!("*.{ext}"),
+        None => name,
+    };
+    (c.kind, class)
+}
+
 /// Fails each call of the workload in turn, with EIO and with ENOSPC: the
 /// caller gets a typed error, nothing panics, and after the fault clears
 /// and a reopen every acknowledged write is there (the driver checks).
@@ -116,21 +129,7 @@ fn an_io_error_at_every_call_loses_no_acknowledged_write() {
         d.run(op);
     }
     let calls = d.fault().calls() - start;
-    let sites: BTreeSet<(CallKind, String)> = d
-        .fault()
-        .recorded()
-        .iter()
-        .map(|c| {
-            let name = c
-                .path
-                .file_name()
-                .map_or(String::new(), |n| n.to_string_lossy().into_owned());
-            let class = name
-                .rsplit_once('.')
-                .map_or(name.clone(), |(_, ext)| format!("*.{ext}"));
-            (c.kind, class)
-        })
-        .collect();
+    let sites: BTreeSet<(CallKind, String)> = d.fault().recorded().iter().map(site).collect();
     let mut failed_sites = BTreeSet::new();
     let mut errors = 0u64;
     for error in [Injected::Eio, Injected::NoSpace] {
@@ -149,14 +148,7 @@ fn an_io_error_at_every_call_loses_no_acknowledged_write() {
             d.finish();
             errors += d.summary().failed_ops - before;
             if let Some(c) = d.fault().recorded().iter().find(|c| c.index == at) {
-                let name = c
-                    .path
-                    .file_name()
-                    .map_or(String::new(), |n| n.to_string_lossy().into_owned());
-                let class = name
-                    .rsplit_once('.')
-                    .map_or(name.clone(), |(_, ext)| format!("*.{ext}"));
-                failed_sites.insert((c.kind, class));
+                failed_sites.insert(site(c));
             }
         }
     }

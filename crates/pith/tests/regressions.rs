@@ -192,6 +192,16 @@ fn out_of_space_during_a_flush_is_clear_and_recoverable() {
     db.verify().expect("verify");
 }
 
+/// The longest `.wal` file in `dir` (the one holding the writes).
+fn longest_log(dir: &std::path::Path) -> std::path::PathBuf {
+    std::fs::read_dir(dir)
+        .expect("read_dir")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "wal"))
+        .max_by_key(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+        .expect("a log")
+}
+
 /// A bit flip in the last log record (which ends at the end of the file)
 /// is corruption, not a torn tail: an acknowledged write must not vanish.
 #[test]
@@ -204,12 +214,7 @@ fn a_flipped_last_log_record_is_reported_not_dropped() {
         db.write(WriteOptions::synced(), b).expect("write");
     }
     drop(db);
-    let wal = std::fs::read_dir(dir.path())
-        .expect("read_dir")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "wal"))
-        .max_by_key(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
-        .expect("a log");
+    let wal = longest_log(dir.path());
     let mut bytes = std::fs::read(&wal).expect("read");
     let last = bytes.len() - 2;
     bytes[last] ^= 0x08;
@@ -230,12 +235,7 @@ fn torn_logs_are_reported_and_kept() {
         db.put(format!("k{i}"), "value").expect("put");
     }
     drop(db);
-    let wal = std::fs::read_dir(dir.path())
-        .expect("read_dir")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| p.extension().is_some_and(|x| x == "wal"))
-        .max_by_key(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
-        .expect("a log");
+    let wal = longest_log(dir.path());
     let bytes = std::fs::read(&wal).expect("read");
     std::fs::write(&wal, &bytes[..bytes.len() - 3]).expect("cut");
     let db = DB::open(dir.path(), Options::default()).expect("a tear is not corruption");
