@@ -38,6 +38,22 @@
 //! directory. So a new file is published by writing it under a temporary
 //! name, syncing it, renaming it and syncing the directory.
 //!
+//! # Design
+//!
+//! After LevelDB's `Env` (a whole-system interface, with `helpers/memenv`
+//! in memory and `db/fault_injection_test.cc` wrapping the real one to
+//! drop unsynced data), raft-engine's `FileSystem` (handles created by the
+//! file system, so a wrapper can intercept every call), and redb's
+//! `StorageBackend` (a few calls per file, `sync_data` explicit). Unlike
+//! LevelDB's fault-injection environment, which tracks only each file's
+//! synced length and the files created since the last directory sync, the
+//! power-cut model here (`MemFs`) keeps inodes and directory entries with a
+//! durable copy of each, so unsynced renames and removes are undone too and
+//! writes at an offset are handled, and `FaultFs` can fail any call by
+//! index (SQLite's discipline) as well as by kind and name. Reads of segment
+//! files go through [`Fs::map`] once at open and then touch no file system
+//! call, so the read path costs what it did before the seam.
+//!
 //! # Errors
 //!
 //! Calls return `std::io::Error`; the engine adds the path and maps
