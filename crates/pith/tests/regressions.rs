@@ -279,3 +279,31 @@ fn a_replayed_unsynced_log_is_made_durable_before_new_writes() {
     assert_eq!(d.summary().power_cuts, cuts + 1);
     assert_eq!(d.summary().failed_ops, 1);
 }
+
+/// Followers of a write group get the leader's failure as the same typed
+/// error (it used to reach them as a string).
+#[test]
+fn every_writer_of_a_failed_group_gets_the_typed_error() {
+    let fault = FaultFs::over_mem(MemFs::new());
+    let db = Arc::new(DB::open("/db", on(&fault)).expect("open"));
+    db.put("warm", "up").expect("put");
+    fault.fail_matching(Some(CallKind::Append), ".wal", Injected::NoSpace);
+    let writers: Vec<_> = (0..8)
+        .map(|t| {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                (0..20)
+                    .map(|i| db.put(format!("t{t}/{i}"), "v"))
+                    .filter_map(Result::err)
+                    .collect::<Vec<Error>>()
+            })
+        })
+        .collect();
+    for w in writers {
+        let errors = w.join().expect("writer");
+        assert_eq!(errors.len(), 20, "every write after the failure fails");
+        for e in errors {
+            assert!(e.is_no_space(), "{e:?}");
+        }
+    }
+}
