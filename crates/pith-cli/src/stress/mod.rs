@@ -184,6 +184,13 @@ impl Config {
                 self.expected.display()
             )));
         }
+        // The expected state sits beside the database: make the parent.
+        if let Some(parent) = self.expected.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|source| CliError::Io {
+                path: parent.to_path_buf(),
+                source,
+            })?;
+        }
         let header = Header {
             keys: self.keys,
             value_bytes: self.value_bytes,
