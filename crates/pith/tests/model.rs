@@ -200,3 +200,17 @@ proptest! {
         run(ops);
     }
 }
+
+/// Minimized by proptest (the first case in `model.proptest-regressions`):
+/// two versions of one key, both with an empty value, a snapshot between
+/// them, then a flush; the snapshot must still read its version.
+#[test]
+fn regression_snapshot_between_two_empty_values_survives_a_flush() {
+    run(vec![
+        Op::Put(vec![97], vec![]),
+        Op::Snapshot,
+        Op::Put(vec![97], vec![]),
+        Op::Flush,
+        Op::CheckSnapshots,
+    ]);
+}
