@@ -17,9 +17,10 @@
 //! 6. Replay every log at or after the manifest's log number (including
 //!    logs renamed `.wal.torn`) into one memtable, which becomes the first
 //!    frozen memtable: the background thread builds it into a segment, and
-//!    only then are its logs removed. So open writes no segment and needs
-//!    almost no space. A log whose tail was torn is renamed `.wal.torn`
-//!    (read-write) and reported in [`RecoveryReport`]. Every replayed log
+//!    only then are its logs removed (at once, when they hold nothing the
+//!    segments lack). So open writes no segment and needs almost no space.
+//!    A log whose tail was torn is renamed `.wal.torn` (read-write) and
+//!    reported in [`RecoveryReport`]. Every replayed log
 //!    is synced first: what it holds may be only in the page cache, and new
 //!    writes must not become durable before what they were built on.
 //! 7. Read-write only: create the log for new writes.
@@ -149,6 +150,8 @@ pub(crate) fn open(
     let recovered = Memtable::with_logs(logs.keys().copied().collect());
     let mut last_seq = m.last_seq;
     let mut floor = 0;
+    // Replayed logs that are not torn: removable once nothing needs them.
+    let mut plain_logs = Vec::new();
     for (&n, path) in &logs {
         let r = wal::replay(&*fs, path, floor, |seq, op| {
             if seq > m.last_seq {
@@ -169,6 +172,8 @@ pub(crate) fn open(
                 path = torn.clone();
             }
             report.torn.push((torn, r.torn_bytes));
+        } else if path == filename::path(dir, n, FileKind::Wal) {
+            plain_logs.push(path.clone());
         }
         if !read_only {
             // What was replayed may be only in the page cache (a process
@@ -191,7 +196,14 @@ pub(crate) fn open(
     if !read_only {
         fs.sync_dir(dir).map_err(io(dir))?;
     }
-    let frozen = if logs.is_empty() {
+    let frozen = if recovered.is_empty() {
+        // The logs hold nothing the segments lack: no build is needed.
+        // Torn ones stay for inspection.
+        if !read_only {
+            for p in &plain_logs {
+                fs.remove(p).map_err(io(p))?;
+            }
+        }
         Vec::new()
     } else {
         vec![Arc::new(recovered)]
