@@ -34,7 +34,6 @@ use std::sync::Arc;
 
 use crate::core::{lock, Edit, Inner, State};
 use crate::error::{Error, Result};
-use crate::filename::FileKind;
 use crate::memtable::Memtable;
 use crate::merge::MergeSource;
 use crate::options::Options;
@@ -125,8 +124,8 @@ pub(crate) fn run(inner: &Inner) {
     }
 }
 
-/// Builds the oldest frozen memtable and installs the segment, then removes
-/// the logs it no longer needs.
+/// Builds the oldest frozen memtable and installs the segment (which
+/// removes the logs it no longer needs).
 fn flush(inner: &Inner, mem: &Arc<Memtable>) -> Result<()> {
     #[cfg(test)]
     if tests::PANIC_IN_FLUSH_OF
@@ -142,13 +141,7 @@ fn flush(inner: &Inner, mem: &Arc<Memtable>) -> Result<()> {
         flushed: Some(mem.clone()),
         last_seq: mem.max_seq(),
         ..Edit::default()
-    })?;
-    for &n in &mem.logs {
-        // Best effort: a log left behind is below the manifest's log number
-        // and the next open removes it. A torn log was renamed at open.
-        let _ = inner.fs.remove(&inner.file(n, FileKind::Wal));
-    }
-    Ok(())
+    })
 }
 
 /// Merges the segments in `window` (indexes into the current list).

@@ -82,8 +82,10 @@ pub(crate) struct Edit {
     pub added: Option<Arc<Segment>>,
     /// File numbers of adjacent segments the new one replaces.
     pub replaces: Vec<u64>,
-    /// A frozen memtable now held by `added`: it leaves the state and its
-    /// logs stop being needed.
+    /// A frozen memtable now held by `added`: it leaves the state, and its
+    /// logs are removed once the manifest no longer needs them (before the
+    /// new state is published, so whoever waits for the flush finds them
+    /// gone).
     pub flushed: Option<Arc<Memtable>>,
     /// Raise the manifest's last sequence number to this.
     pub last_seq: u64,
@@ -321,6 +323,14 @@ impl Inner {
             return Err(e);
         }
         *m = next;
+        if let Some(f) = &edit.flushed {
+            for &n in &f.logs {
+                // Best effort: a log left behind is below the manifest's
+                // log number and the next open removes it. A torn log was
+                // renamed at open and stays for inspection.
+                let _ = self.fs.remove(&self.file(n, FileKind::Wal));
+            }
+        }
         self.set_state(|st| {
             if let Some(seq) = edit.publish_seq {
                 self.last_seq.store(seq, Ordering::Release);
