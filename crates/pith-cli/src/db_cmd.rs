@@ -251,14 +251,21 @@ pub fn scan(args: &ScanArgs) -> Result<(), CliError> {
         ),
     };
     let mut o = out();
-    for kv in scan.take(args.limit.unwrap_or(usize::MAX)) {
-        let (k, v) = kv?;
-        o.write_all(&k).map_err(stdout_err)?;
-        if !args.keys_only {
+    let limit = args.limit.unwrap_or(usize::MAX);
+    if args.keys_only {
+        // Keys only: no value is decoded.
+        for k in scan.keys().take(limit) {
+            o.write_all(&k?).map_err(stdout_err)?;
+            o.write_all(b"\n").map_err(stdout_err)?;
+        }
+    } else {
+        for kv in scan.take(limit) {
+            let (k, v) = kv?;
+            o.write_all(&k).map_err(stdout_err)?;
             o.write_all(b"\t").map_err(stdout_err)?;
             o.write_all(&v).map_err(stdout_err)?;
+            o.write_all(b"\n").map_err(stdout_err)?;
         }
-        o.write_all(b"\n").map_err(stdout_err)?;
     }
     o.flush().map_err(stdout_err)
 }

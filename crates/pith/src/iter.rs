@@ -13,6 +13,7 @@
 //! on, so it sees one consistent snapshot however long it lives, and the
 //! files it reads are not deleted under it.
 
+use std::cell::{Cell, OnceCell};
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -107,14 +108,23 @@ enum Direction {
 /// A two-way iterator over the database at one snapshot.
 ///
 /// Positioning calls (`seek`, `seek_to_first`, `seek_to_last`, `next`,
-/// `prev`) never fail; a value that cannot be decoded (corruption) makes
-/// the iterator invalid and [`DbIterator::status`] returns the error.
+/// `prev`) never fail and decode no value: a value is decoded the first
+/// time [`DbIterator::value`] asks for it at a position, so walking keys
+/// costs no decoding. A value that cannot be decoded (corruption) reads as
+/// `None` and [`DbIterator::status`] returns the error.
+///
+/// Thread safety: `Send`, not `Sync` (the decoded value is cached inside).
 pub struct DbIterator {
     sources: Vec<Box<dyn VersionCursor>>,
     dir: Direction,
     valid: bool,
     key: Vec<u8>,
-    value: Vec<u8>,
+    /// The source holding the current key's visible version.
+    current: usize,
+    /// The current value, decoded on first request.
+    value: OnceCell<Result<Vec<u8>>>,
+    /// A buffer to decode into, kept from the previous position.
+    spare: Cell<Vec<u8>>,
     error: Option<Error>,
 }
 
@@ -125,7 +135,9 @@ impl DbIterator {
             dir: Direction::Forward,
             valid: false,
             key: Vec::new(),
-            value: Vec::new(),
+            current: 0,
+            value: OnceCell::new(),
+            spare: Cell::new(Vec::new()),
             error: None,
         }
     }
@@ -140,14 +152,37 @@ impl DbIterator {
         self.valid.then_some(self.key.as_slice())
     }
 
-    /// The current value (`None` when not valid).
+    /// The current value (`None` when not valid, or when it cannot be
+    /// decoded: then [`DbIterator::status`] says why). Decoded on the first
+    /// call at each position.
     pub fn value(&self) -> Option<&[u8]> {
-        self.valid.then_some(self.value.as_slice())
+        if !self.valid {
+            return None;
+        }
+        let decoded = self.value.get_or_init(|| {
+            let mut buf = self.spare.take();
+            let source = self.sources.get(self.current);
+            match source.map(|s| s.value(&mut buf)) {
+                Some(Ok(())) => Ok(buf),
+                Some(Err(e)) => Err(e),
+                None => Err(Error::Internal("iterator source out of range".into())),
+            }
+        });
+        decoded.as_ref().ok().map(Vec::as_slice)
     }
 
-    /// The error that stopped the iterator, if any.
+    /// The error that stopped the iterator, or that a value could not be
+    /// decoded with, if any.
     pub fn status(&self) -> Result<(), &Error> {
-        self.error.as_ref().map_or(Ok(()), Err)
+        let value_error = self.value.get().and_then(|r| r.as_ref().err());
+        self.error.as_ref().or(value_error).map_or(Ok(()), Err)
+    }
+
+    /// Forgets the current value, keeping its buffer for the next one.
+    fn reset_value(&mut self) {
+        if let Some(Ok(buf)) = self.value.take() {
+            self.spare.set(buf);
+        }
     }
 
     /// Moves to the first key `>= key`.
@@ -242,9 +277,10 @@ impl DbIterator {
     /// put.
     fn find(&mut self, dir: Direction) {
         self.valid = false;
-        if self.error.is_some() {
+        if self.status().is_err() {
             return;
         }
+        self.reset_value();
         loop {
             let mut best: Option<usize> = None;
             for (i, s) in self.sources.iter().enumerate() {
@@ -268,10 +304,7 @@ impl DbIterator {
             self.key
                 .extend_from_slice(self.sources[b].key().unwrap_or_default());
             if tag_kind(self.sources[b].tag()) == Kind::Put {
-                if let Err(e) = self.sources[b].value(&mut self.value) {
-                    self.error = Some(e);
-                    return;
-                }
+                self.current = b;
                 self.valid = true;
                 return;
             }
@@ -314,6 +347,28 @@ impl Iterator for Scan {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
+        let key = match self.next_key()? {
+            Ok(k) => k,
+            Err(e) => return Some(Err(e)),
+        };
+        match self.it.value() {
+            Some(v) => Some(Ok((key, v.to_vec()))),
+            None => {
+                self.done = true;
+                self.it.status().err().cloned().map(Err)
+            }
+        }
+    }
+}
+
+impl Scan {
+    /// The keys only: nothing is decoded but the keys.
+    pub fn keys(self) -> ScanKeys {
+        ScanKeys { scan: self }
+    }
+
+    /// The next key in range, without its value.
+    fn next_key(&mut self) -> Option<Result<Vec<u8>>> {
         if self.done {
             return None;
         }
@@ -323,7 +378,7 @@ impl Iterator for Scan {
         self.started = true;
         if !self.it.valid() {
             self.done = true;
-            return self.it.error.take().map(Err);
+            return self.it.status().err().cloned().map(Err);
         }
         let key = self.it.key().unwrap_or_default();
         let in_range = match &self.end {
@@ -335,9 +390,20 @@ impl Iterator for Scan {
             self.done = true;
             return None;
         }
-        Some(Ok((
-            key.to_vec(),
-            self.it.value().unwrap_or_default().to_vec(),
-        )))
+        Some(Ok(key.to_vec()))
+    }
+}
+
+/// The keys of a [`Scan`], in order, without their values (no value is
+/// decoded); from [`Scan::keys`].
+pub struct ScanKeys {
+    scan: Scan,
+}
+
+impl Iterator for ScanKeys {
+    type Item = Result<Vec<u8>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.scan.next_key()
     }
 }

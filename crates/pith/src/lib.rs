@@ -86,7 +86,7 @@ pub use batch::WriteBatch;
 pub use bulk::BulkStats;
 pub use db::{Snapshot, Stats, VerifyReport, DB};
 pub use error::{Error, Result};
-pub use iter::{DbIterator, Scan};
+pub use iter::{DbIterator, Scan, ScanKeys};
 pub use options::{Options, WriteOptions};
 pub use recovery::RecoveryReport;
 pub use segment::SegmentInfo;
