@@ -187,11 +187,11 @@ fn flip_in_segment_header_is_reported_at_open() {
     }
 }
 
-/// A damaged record is reported at the record: the segment file and an
-/// offset inside its record store past the section's start, not just the
-/// section.
-#[test]
-fn a_bad_record_names_its_file_and_offset() {
+/// Flips one byte at a time at 39 places spread over the first segment's
+/// record store of the pristine database; for each flip after which the
+/// database still opens, calls `check(db, model, segment path, store byte
+/// range)`. Restores the file at the end.
+fn with_store_flips(mut check: impl FnMut(&DB, &Model, &Path, std::ops::Range<u64>)) {
     let (base, model, _) = pristine();
     let seg = files(base.path(), "seg")[0].clone();
     let pristine_bytes = std::fs::read(&seg).expect("read");
@@ -199,32 +199,37 @@ fn a_bad_record_names_its_file_and_offset() {
         |at: usize| u64::from_le_bytes(pristine_bytes[at..at + 8].try_into().expect("8 bytes"));
     // The store is section 1: its table entry is at 56 + 24.
     let (store, store_len) = (u64_at(80), u64_at(88));
-    let mut reported = 0;
     for step in 1..40u64 {
         let at = (store + store_len * step / 80) as usize;
         let mut bytes = pristine_bytes.clone();
         bytes[at] ^= 0x20;
         std::fs::write(&seg, &bytes).expect("write");
-        let Ok(db) = DB::open(base.path(), options()) else {
-            continue;
-        };
+        if let Ok(db) = DB::open(base.path(), options()) {
+            check(&db, &model, &seg, store..store + store_len);
+        }
+    }
+    std::fs::write(&seg, &pristine_bytes).expect("restore");
+}
+
+/// A damaged record is reported at the record: the segment file and an
+/// offset inside its record store past the section's start, not just the
+/// section.
+#[test]
+fn a_bad_record_names_its_file_and_offset() {
+    let mut reported = 0;
+    with_store_flips(|db, model, seg, store| {
         for k in model.keys() {
             match db.get(k) {
                 Err(Error::Corruption { path, offset, .. }) => {
                     assert_eq!(path, seg);
-                    assert!(
-                        offset >= store && offset < store + store_len,
-                        "offset {offset}"
-                    );
-                    reported += u64::from(offset > store);
+                    assert!(store.contains(&offset), "offset {offset}");
+                    reported += u64::from(offset > store.start);
                 }
                 Err(e) => panic!("untyped failure: {e:?}"),
                 Ok(_) => {}
             }
         }
-        drop(db);
-    }
-    std::fs::write(&seg, &pristine_bytes).expect("restore");
+    });
     assert!(
         reported > 0,
         "no damaged record was reported at its own offset"
@@ -235,24 +240,11 @@ fn a_bad_record_names_its_file_and_offset() {
 /// stops a scan of values (with a typed error) but not a scan of keys.
 #[test]
 fn a_keys_only_scan_decodes_no_value() {
-    let (base, model, _) = pristine();
-    let seg = files(base.path(), "seg")[0].clone();
-    let pristine_bytes = std::fs::read(&seg).expect("read");
-    let u64_at =
-        |at: usize| u64::from_le_bytes(pristine_bytes[at..at + 8].try_into().expect("8 bytes"));
-    let (store, store_len) = (u64_at(80), u64_at(88));
     let mut checked = 0;
-    for step in 1..40u64 {
-        let at = (store + store_len * step / 80) as usize;
-        let mut bytes = pristine_bytes.clone();
-        bytes[at] ^= 0x20;
-        std::fs::write(&seg, &bytes).expect("write");
-        let Ok(db) = DB::open(base.path(), options()) else {
-            continue;
-        };
+    with_store_flips(|db, model, _, _| {
         let values = db.range(None, None).collect::<Result<Vec<_>, _>>();
         let Err(e) = values else {
-            continue;
+            return;
         };
         assert!(e.is_corruption(), "{e:?}");
         let keys = db
@@ -276,8 +268,6 @@ fn a_keys_only_scan_decodes_no_value() {
         }
         assert_eq!(bad, 1);
         checked += 1;
-        drop(db);
-    }
-    std::fs::write(&seg, &pristine_bytes).expect("restore");
+    });
     assert!(checked > 0, "no flip damaged a record");
 }
