@@ -278,50 +278,17 @@ impl Inner {
     /// writes stop.
     pub(crate) fn apply(&self, edit: Edit) -> Result<()> {
         let mut m = lock(&self.manifest);
-        let mut next = m.clone();
-        next.last_seq = next.last_seq.max(edit.last_seq);
-        let entry = edit.added.as_deref().map(entry_of);
-        if edit.replaces.is_empty() {
-            next.segments.extend(entry);
-        } else {
-            let n = edit.replaces.len();
-            let at = next
-                .segments
-                .windows(n)
-                .position(|w| w.iter().map(|e| e.number).eq(edit.replaces.iter().copied()))
-                .ok_or_else(|| {
-                    Error::Internal(format!(
-                        "merge inputs {:?} are no longer adjacent in the manifest",
-                        edit.replaces
-                    ))
-                });
-            let at = match at {
-                Ok(at) => at,
-                Err(e) => {
-                    self.poison(&e);
-                    return Err(e);
-                }
-            };
-            next.segments.splice(at..at + n, entry);
-        }
         let st = self.current();
-        if let Some(f) = &edit.flushed {
-            // The oldest log still needed is that of the oldest memtable
-            // left.
-            next.log_number = st
-                .frozen
-                .iter()
-                .chain([&st.mem])
-                .filter(|x| !Arc::ptr_eq(x, f))
-                .map(|x| x.oldest_log())
-                .min()
-                .unwrap_or(u64::MAX)
-                .min(next.next_file);
-        }
-        if let Err(e) = next.write(&*self.fs, &self.dir) {
-            self.poison(&e);
-            return Err(e);
-        }
+        let written = self
+            .next_manifest(&m, &edit, &st)
+            .and_then(|next| next.write(&*self.fs, &self.dir).map(|()| next));
+        let next = match written {
+            Ok(next) => next,
+            Err(e) => {
+                self.poison(&e);
+                return Err(e);
+            }
+        };
         *m = next;
         if let Some(f) = &edit.flushed {
             for &n in &f.logs {
@@ -369,5 +336,43 @@ impl Inner {
         }
         self.notify_bg();
         Ok(())
+    }
+
+    /// The manifest `m` with `edit` applied (not yet written); `st` is the
+    /// current state, for the oldest log still needed after a flush.
+    fn next_manifest(&self, m: &Manifest, edit: &Edit, st: &State) -> Result<Manifest> {
+        let mut next = m.clone();
+        next.last_seq = next.last_seq.max(edit.last_seq);
+        let entry = edit.added.as_deref().map(entry_of);
+        if edit.replaces.is_empty() {
+            next.segments.extend(entry);
+        } else {
+            let n = edit.replaces.len();
+            let at = next
+                .segments
+                .windows(n)
+                .position(|w| w.iter().map(|e| e.number).eq(edit.replaces.iter().copied()))
+                .ok_or_else(|| {
+                    Error::Internal(format!(
+                        "merge inputs {:?} are no longer adjacent in the manifest",
+                        edit.replaces
+                    ))
+                })?;
+            next.segments.splice(at..at + n, entry);
+        }
+        if let Some(f) = &edit.flushed {
+            // The oldest log still needed is that of the oldest memtable
+            // left.
+            next.log_number = st
+                .frozen
+                .iter()
+                .chain([&st.mem])
+                .filter(|x| !Arc::ptr_eq(x, f))
+                .map(|x| x.oldest_log())
+                .min()
+                .unwrap_or(u64::MAX)
+                .min(next.next_file);
+        }
+        Ok(next)
     }
 }
