@@ -194,29 +194,26 @@ impl FaultFs {
     /// [`MemFs::power_cut`] for `tear_seed`). Fails unless this wraps a
     /// [`MemFs`].
     pub fn cut_power_at(&self, index: u64, tear_seed: Option<u64>) -> io::Result<()> {
-        if self.mem.is_none() {
-            return Err(io::Error::new(
-                io::ErrorKind::Unsupported,
-                "power cuts need a FaultFs over a MemFs",
-            ));
-        }
+        self.power_source()?;
         self.faults().cut_at = Some((index, tear_seed));
         Ok(())
     }
 
     /// Cuts the power now.
     pub fn cut_power_now(&self, tear_seed: Option<u64>) -> io::Result<()> {
-        let mem = self.mem.as_ref().ok_or_else(|| {
+        let mem = self.power_source()?;
+        cut(mem, &mut self.faults(), tear_seed);
+        Ok(())
+    }
+
+    /// The file system whose power can be cut.
+    fn power_source(&self) -> io::Result<&MemFs> {
+        self.mem.as_ref().ok_or_else(|| {
             io::Error::new(
                 io::ErrorKind::Unsupported,
                 "power cuts need a FaultFs over a MemFs",
             )
-        })?;
-        let mut f = self.faults();
-        mem.power_cut(tear_seed);
-        f.dead = true;
-        f.cut_at = None;
-        Ok(())
+        })
     }
 
     /// True after a power cut, until [`FaultFs::restore_power`].
@@ -257,11 +254,10 @@ impl FaultFs {
         }
         if let Some((at, seed)) = f.cut_at {
             if at == index {
+                // Armed only over a MemFs (`cut_power_at` checks).
                 if let Some(mem) = &self.mem {
-                    mem.power_cut(seed);
+                    cut(mem, &mut f, seed);
                 }
-                f.dead = true;
-                f.cut_at = None;
                 return Err(io::Error::other("the machine lost power (cut injected)"));
             }
         }
@@ -285,6 +281,13 @@ impl FaultFs {
             None => Ok(()),
         }
     }
+}
+
+/// Cuts the power of `mem`; every later call fails until power returns.
+fn cut(mem: &MemFs, f: &mut Faults, tear_seed: Option<u64>) {
+    mem.power_cut(tear_seed);
+    f.dead = true;
+    f.cut_at = None;
 }
 
 struct FaultFile {
