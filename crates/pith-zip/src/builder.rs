@@ -123,21 +123,26 @@ impl Sample {
         }
     }
 
-    /// Splits the sample into dictionary material (even positions) and
-    /// held-out records (odd positions), which train and judge codecs
-    /// without seeing themselves in the dictionary.
     fn split(&self) -> (Vec<&[u8]>, Vec<&[u8]>) {
-        let mut dict = Vec::new();
-        let mut held = Vec::new();
-        for (i, r) in self.records.iter().enumerate() {
-            if i % 2 == 0 { &mut dict } else { &mut held }.push(r.as_slice());
-        }
-        (dict, held)
+        let records: Vec<&[u8]> = self.records.iter().map(Vec::as_slice).collect();
+        split_sample(&records)
     }
 }
 
+/// Splits a sample into dictionary material (even positions) and held-out
+/// records (odd positions), which train and judge codecs without seeing
+/// themselves in the dictionary.
+pub(crate) fn split_sample<'r>(records: &[&'r [u8]]) -> (Vec<&'r [u8]>, Vec<&'r [u8]>) {
+    let mut dict = Vec::new();
+    let mut held = Vec::new();
+    for (i, r) in records.iter().enumerate() {
+        if i % 2 == 0 { &mut dict } else { &mut held }.push(*r);
+    }
+    (dict, held)
+}
+
 /// At most `budget` bytes of `records`, evenly strided.
-fn strided<'r>(records: &[&'r [u8]], budget: usize) -> Vec<&'r [u8]> {
+pub(crate) fn strided<'r>(records: &[&'r [u8]], budget: usize) -> Vec<&'r [u8]> {
     let total: usize = records.iter().map(|r| r.len()).sum();
     let step = total.div_ceil(budget.max(1)).max(1);
     let mut out = Vec::new();
@@ -222,9 +227,9 @@ pub(crate) fn train_fastcover(material: &[&[u8]], capacity: usize) -> Option<Vec
 }
 
 /// Bytes of held-out records trial-encoded when choosing a codec.
-const TRIAL_BYTES: usize = 1 << 20;
+pub(crate) const TRIAL_BYTES: usize = 1 << 20;
 /// Bytes of held-out records the global codec's codes are trained on.
-const TRAINING_BYTES: usize = 4 << 20;
+pub(crate) const TRAINING_BYTES: usize = 4 << 20;
 
 /// One codec made ready to encode: its encoder and its dictionary or model
 /// section.
@@ -301,6 +306,11 @@ fn prepare(
             let enc = global::Encoder::train(global_dict.to_vec(), &training, options.global_depth);
             let model = enc.model_bytes()?;
             Prepared::Global(Box::new(enc), model)
+        }
+        Codec::Shared => {
+            return Err(Error::Codec(
+                "a shared-model store is built with SharedBuilder and its model".into(),
+            ))
         }
     })
 }
@@ -382,39 +392,70 @@ where
         return Err(Error::InputChanged);
     }
     drop(sample);
+    finish_store(
+        &mut out,
+        &Tail {
+            codec,
+            section: prepared.section(),
+            offsets: &offsets,
+            records: first.records,
+            max_record: first.max_record,
+            raw_bytes: first.raw_bytes,
+            pool_crc,
+            checksums: options.record_checksums,
+        },
+    )
+}
+
+/// What a store's tail is made of, once its pool is written.
+pub(crate) struct Tail<'a> {
+    pub codec: Codec,
+    /// The dictionary, model or model-reference section.
+    pub section: &'a [u8],
+    /// `records + 1` pool offsets.
+    pub offsets: &'a [u64],
+    pub records: u64,
+    pub max_record: u64,
+    pub raw_bytes: u64,
+    /// crc32c of the pool written so far (padding not yet).
+    pub pool_crc: u32,
+    pub checksums: bool,
+}
+
+/// Pads the pool, writes the section, offsets and footer, and flushes.
+pub(crate) fn finish_store<W: Write>(
+    out: &mut CountingWriter<W>,
+    tail: &Tail<'_>,
+) -> Result<BuildStats> {
     let pool_len = out.written;
     let padding = &[0u8; 8][..(pool_len.next_multiple_of(8) - pool_len) as usize];
-    pool_crc = crc32c::crc32c_append(pool_crc, padding);
+    let pool_crc = crc32c::crc32c_append(tail.pool_crc, padding);
     out.write_all(padding)?;
-    let section = prepared.section();
+    let section = tail.section;
     let mut meta = section.to_vec();
     meta.resize(section.len().next_multiple_of(8), 0);
     let mut words = Vec::new();
-    write_offsets(&mut words, &offsets);
+    write_offsets(&mut words, tail.offsets);
     meta.extend_from_slice(bytemuck::cast_slice(&words));
     out.write_all(&meta)?;
     let footer = Footer {
-        codec,
-        records: first.records,
+        codec: tail.codec,
+        records: tail.records,
         pool_len,
         dict_len: section.len() as u64,
         offsets_len: (words.len() * 8) as u64,
-        max_record: first.max_record,
-        raw_bytes: first.raw_bytes,
+        max_record: tail.max_record,
+        raw_bytes: tail.raw_bytes,
         pool_crc,
         meta_crc: crc32c::crc32c(&meta),
-        flags: if options.record_checksums {
-            FLAG_RECORD_CRC
-        } else {
-            0
-        },
+        flags: if tail.checksums { FLAG_RECORD_CRC } else { 0 },
     };
     out.write_all(&footer.encode())?;
     out.inner.flush()?;
     Ok(BuildStats {
-        codec,
-        records: first.records,
-        raw_bytes: first.raw_bytes,
+        codec: tail.codec,
+        records: tail.records,
+        raw_bytes: tail.raw_bytes,
         store_bytes: out.written,
         dict_bytes: section.len() as u64,
     })
@@ -452,13 +493,14 @@ pub fn build_to_vec<R: AsRef<[u8]>>(
     Ok((out, stats))
 }
 
-struct CountingWriter<W> {
-    inner: W,
-    written: u64,
+/// A writer that counts what went through it.
+pub(crate) struct CountingWriter<W> {
+    pub inner: W,
+    pub written: u64,
 }
 
 impl<W: Write> CountingWriter<W> {
-    fn write_all(&mut self, b: &[u8]) -> std::io::Result<()> {
+    pub(crate) fn write_all(&mut self, b: &[u8]) -> std::io::Result<()> {
         self.inner.write_all(b)?;
         self.written += b.len() as u64;
         Ok(())

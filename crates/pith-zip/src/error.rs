@@ -82,6 +82,20 @@ pub enum Error {
     /// A record or model of the global codec does not decode.
     #[error("global codec: {0}")]
     Codec(String),
+    /// The store is encoded with a shared model, and it was not given.
+    #[error("the record store is encoded with shared model {} (fingerprint {:#010x}); open it with that model", .model.id, .model.fingerprint)]
+    ModelRequired {
+        /// The model the store needs.
+        model: crate::ModelRef,
+    },
+    /// A model other than the one the bytes were encoded with.
+    #[error("model mismatch: expected model {} (fingerprint {:#010x}), found model {} (fingerprint {:#010x})", .expected.id, .expected.fingerprint, .found.id, .found.fingerprint)]
+    ModelMismatch {
+        /// The model required.
+        expected: crate::ModelRef,
+        /// The model offered.
+        found: crate::ModelRef,
+    },
     /// Writing the store failed.
     #[error("writing record store: {0}")]
     Io(#[from] std::io::Error),

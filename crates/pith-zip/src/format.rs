@@ -7,7 +7,7 @@
 //! 0   magic "PITHZIP\0"              48  largest decoded record, u64
 //! 8   version u32 = 1                56  total decoded bytes, u64
 //! 12  codec u32 (0 plain, 1 zstd,   64  crc32c of the padded pool, u32
-//!       2 global)
+//!       2 global, 3 shared)
 //! 16  records u64                    68  crc32c of padded dictionary + offsets, u32
 //! 24  pool length u64                72  flags u32, bit 0: per-record crc32c
 //! 32  dictionary length u64          76  crc32c of footer bytes 0..76, u32
@@ -41,6 +41,10 @@ pub enum Codec {
     /// Our own codec: sequences of Huffman-coded literals and matches into
     /// a megabytes-large store-wide dictionary or back into the record.
     Global = 2,
+    /// The global codec with a model kept outside the store (a
+    /// [`crate::Model`] shared by many stores); the dictionary section
+    /// holds a reference to it, and each record a small header.
+    Shared = 3,
 }
 
 impl Codec {
@@ -49,6 +53,7 @@ impl Codec {
             0 => Some(Codec::Plain),
             1 => Some(Codec::ZstdDict),
             2 => Some(Codec::Global),
+            3 => Some(Codec::Shared),
             _ => None,
         }
     }
@@ -59,6 +64,7 @@ impl Codec {
             Codec::Plain => "plain",
             Codec::ZstdDict => "zstd-dict",
             Codec::Global => "global",
+            Codec::Shared => "global-shared",
         }
     }
 }

@@ -34,6 +34,15 @@
 //! The builder picks one by trying them on held-out records of the sample
 //! ([`CodecChoice::Auto`]); [`CodecChoice::Force`] overrides it.
 //!
+//! # Shared models
+//!
+//! * [`Codec::Shared`]: the global codec with its model outside the store.
+//!   A [`Model`] is trained once ([`Model::train`]) and stored in its own
+//!   file; [`SharedBuilder`] encodes stores with it in one pass, without
+//!   training, and copies records from another store with the same model
+//!   without decoding them ([`Store::encoded`], [`SharedBuilder::push_encoded`]);
+//!   [`Store::open_with_model`] opens such a store.
+//!
 //! The byte layout is in `docs/format.md` ("Record store, version 1").
 
 #![deny(missing_docs)]
@@ -51,16 +60,22 @@ mod format;
 pub mod fuzz;
 mod global;
 mod huffman;
+mod model;
 mod offsets;
+mod shared;
 mod store;
 mod zstd_codec;
 
 pub use builder::{build, build_to_vec, BuildStats, CodecChoice, Options};
 pub use error::{Error, Result};
 pub use format::{Codec, MAGIC};
+pub use model::{Model, ModelRef, MODEL_HEADER_BYTES, MODEL_MAGIC};
+pub use shared::{Encoded, SharedBuilder};
 pub use store::Store;
 
 #[cfg(test)]
 mod golden_tests;
+#[cfg(test)]
+mod shared_tests;
 #[cfg(test)]
 mod tests;

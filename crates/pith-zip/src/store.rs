@@ -10,12 +10,16 @@
 //! Thread safety: a `Store` is `Send + Sync`; `get` may be called from many
 //! threads at once (each thread keeps its own zstd context).
 
+use std::sync::Arc;
+
 use pith_enc::le;
 
 use crate::error::{Error, Result};
 use crate::format::{pad8, Codec, Footer, FLAG_RECORD_CRC, FOOTER_BYTES, MAX_EXPANSION};
 use crate::global;
+use crate::model::{Model, ModelRef};
 use crate::offsets::Offsets;
+use crate::shared::{self, Encoded};
 use crate::zstd_codec;
 
 /// How records are decoded.
@@ -23,6 +27,7 @@ enum Decoder {
     Plain,
     Zstd(zstd_codec::Decoder),
     Global(global::Decoder),
+    Shared(Arc<Model>),
 }
 
 /// An opened record store over borrowed bytes.
@@ -47,8 +52,36 @@ impl std::fmt::Debug for Store<'_> {
 }
 
 impl<'a> Store<'a> {
-    /// Opens a store. `bytes` must be 8-byte aligned (mmap is).
+    /// Opens a store. `bytes` must be 8-byte aligned (mmap is). A store
+    /// encoded with a shared model fails with [`Error::ModelRequired`]:
+    /// open it with [`Store::open_with_model`].
     pub fn open(bytes: &'a [u8]) -> Result<Self> {
+        Store::open_with_model(bytes, None)
+    }
+
+    /// The shared model a store's bytes say they need, if any; checks the
+    /// footer and the section sizes only ([`Store::open_with_model`]
+    /// checks the rest).
+    pub fn required_model(bytes: &[u8]) -> Result<Option<ModelRef>> {
+        let f = Footer::decode(bytes)?;
+        if f.codec != Codec::Shared {
+            return Ok(None);
+        }
+        let at = pad8(f.pool_len).and_then(|p| usize::try_from(p).ok());
+        let section = at
+            .and_then(|at| Some(at..at.checked_add(usize::try_from(f.dict_len).ok()?)?))
+            .and_then(|r| bytes.get(r))
+            .and_then(shared::read_ref_section);
+        section.map(Some).ok_or_else(|| Error::Corrupt {
+            offset: bytes.len() as u64,
+            detail: "the shared-model reference is misplaced or malformed".into(),
+        })
+    }
+
+    /// Opens a store; `model` is the shared model it was encoded with, if
+    /// it was ([`Store::required_model`] says which), and is ignored for
+    /// stores that carry their own.
+    pub fn open_with_model(bytes: &'a [u8], model: Option<Arc<Model>>) -> Result<Self> {
         if bytes.as_ptr().align_offset(8) != 0 {
             return Err(Error::Misaligned);
         }
@@ -158,6 +191,21 @@ impl<'a> Store<'a> {
                 global::Decoder::open(dict)
                     .map_err(|e| corrupt(pool_end as u64, format!("global codec model: {e}")))?,
             ),
+            Codec::Shared => {
+                let wanted = shared::read_ref_section(dict).ok_or_else(|| {
+                    corrupt(pool_end as u64, "malformed shared-model reference".into())
+                })?;
+                match model {
+                    None => return Err(Error::ModelRequired { model: wanted }),
+                    Some(m) if m.reference() != wanted => {
+                        return Err(Error::ModelMismatch {
+                            expected: wanted,
+                            found: m.reference(),
+                        })
+                    }
+                    Some(m) => Decoder::Shared(m),
+                }
+            }
         };
         Ok(Store {
             footer: f,
@@ -223,6 +271,9 @@ impl<'a> Store<'a> {
             self.offsets.get(i + 1) as usize,
         );
         let stored = &self.pool[a..b];
+        if let Decoder::Shared(model) = &self.decoder {
+            return self.get_shared(model, id, a, stored, out);
+        }
         let (payload, crc) = if self.footer.flags & FLAG_RECORD_CRC != 0 {
             let (p, c) = stored.split_at(stored.len() - 4);
             (p, le::u32_at(c, 0))
@@ -237,6 +288,7 @@ impl<'a> Store<'a> {
             }
             Decoder::Zstd(d) => d.decode(payload, self.footer.max_record, out),
             Decoder::Global(d) => d.decode(payload, self.footer.max_record, out),
+            Decoder::Shared(_) => Err(Error::Codec("unreachable: shared records".into())),
         };
         decoded.map_err(|e| {
             out.clear();
@@ -245,6 +297,92 @@ impl<'a> Store<'a> {
                 detail: format!("record {id}: {e}"),
             }
         })?;
+        self.check_crc(id, a, crc, out)
+    }
+
+    /// Record `id` (stored at pool offset `at`) of a shared-model store.
+    fn get_shared(
+        &self,
+        model: &Model,
+        id: u64,
+        at: usize,
+        stored: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        let corrupt = |detail: String| Error::Corrupt {
+            offset: at as u64,
+            detail: format!("record {id}: {detail}"),
+        };
+        let checksummed = self.footer.flags & FLAG_RECORD_CRC != 0;
+        let r = shared::unframe(stored, checksummed, self.footer.max_record).map_err(corrupt)?;
+        if r.plain {
+            out.clear();
+            out.extend_from_slice(r.payload);
+        } else {
+            let decoded = model.decoder().decode(r.payload, r.len, out);
+            decoded.map_err(|e| {
+                out.clear();
+                corrupt(e.to_string())
+            })?;
+            if out.len() as u64 != r.len {
+                let n = out.len();
+                out.clear();
+                return Err(corrupt(format!(
+                    "decodes to {n} bytes, its header says {}",
+                    r.len
+                )));
+            }
+        }
+        self.check_crc(id, at, r.crc, out)
+    }
+
+    /// The stored bytes of record `id`, to copy into a store built with
+    /// the same model ([`crate::SharedBuilder::push_encoded`]); `None`
+    /// when this store is not encoded with a shared model. The header is
+    /// checked; the payload is not decoded (its checksum travels with it).
+    pub fn encoded(&self, id: u64) -> Result<Option<Encoded<'a>>> {
+        let Decoder::Shared(model) = &self.decoder else {
+            return Ok(None);
+        };
+        if id >= self.footer.records {
+            return Err(Error::IdOutOfRange {
+                id,
+                len: self.footer.records,
+            });
+        }
+        let i = id as usize;
+        let (a, b) = (
+            self.offsets.get(i) as usize,
+            self.offsets.get(i + 1) as usize,
+        );
+        let bytes = &self.pool[a..b];
+        let checksummed = self.footer.flags & FLAG_RECORD_CRC != 0;
+        let r = shared::unframe(bytes, checksummed, self.footer.max_record).map_err(|detail| {
+            Error::Corrupt {
+                offset: a as u64,
+                detail: format!("record {id}: {detail}"),
+            }
+        })?;
+        Ok(Some(Encoded {
+            bytes,
+            raw_len: r.len,
+            model: model.reference(),
+            checksummed,
+        }))
+    }
+
+    /// The shared model this store is encoded with, if any.
+    pub fn model(&self) -> Option<&Arc<Model>> {
+        match &self.decoder {
+            Decoder::Shared(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// Fails unless `out` matches the stored checksum `crc` (if any) of
+    /// record `id` at pool offset `at`; clears `out` when it does not.
+    fn check_crc(&self, id: u64, at: usize, crc: Option<u32>, out: &mut Vec<u8>) -> Result<()> {
+        let a = at;
         if let Some(stored) = crc {
             let computed = crc32c::crc32c(out);
             if computed != stored {

@@ -106,6 +106,11 @@ impl Decoder {
     /// Reads a model section.
     pub(crate) fn open(model: &[u8]) -> Result<Self> {
         let (dict, lengths) = read_model(model).map_err(bad)?;
+        Decoder::from_parts(dict, &lengths)
+    }
+
+    /// A decoder for `dict` with the codes of `lengths` (one table each).
+    pub(crate) fn from_parts(dict: Vec<u8>, lengths: &[Vec<u8>]) -> Result<Self> {
         let mut tables = Vec::with_capacity(lengths.len());
         for (t, l) in lengths.iter().enumerate() {
             tables.push(
@@ -132,6 +137,11 @@ impl Decoder {
     /// Dictionary size in bytes (in memory, inflated).
     pub(crate) fn dict_len(&self) -> usize {
         self.dict.bytes().len()
+    }
+
+    /// The inflated dictionary.
+    pub(crate) fn dict(&self) -> &[u8] {
+        self.dict.bytes()
     }
 
     /// Replaces `out` with the record encoded in `payload`, which may not

@@ -58,6 +58,11 @@ impl DictIndex {
         &self.dict
     }
 
+    /// Memory held: the dictionary copy and the chains.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.dict.len() + 4 * (self.head.len() + self.chain.len())
+    }
+
     /// Calls `f(position, length)` for up to `depth` dictionary positions
     /// whose match with `s` is at least `HASH_LEN` long, front first, until
     /// `f` returns false.

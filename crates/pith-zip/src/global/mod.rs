@@ -45,6 +45,8 @@ mod matcher;
 mod parse;
 mod symbols;
 
+use std::sync::Arc;
+
 use pith_enc::le;
 use zstd::zstd_safe::{self, CParameter, DParameter};
 
@@ -55,6 +57,7 @@ use parse::{Parser, Prices, Seq};
 use symbols::{literal_len, match_len, source, AFTER_MATCH, CONTEXTS, CONTEXT_OF, START_CONTEXT};
 
 pub(crate) use decode::Decoder;
+pub(crate) use matcher::DictIndex;
 
 /// Largest dictionary the format allows.
 pub(crate) const MAX_DICT: usize = 1 << 30;
@@ -129,7 +132,8 @@ fn literal_context(rec: &[u8], p: usize, run_start: usize) -> usize {
     usize::from(symbols::next_context(class(rec[p - 1]), hexes))
 }
 
-fn prices_of(lengths: &[Vec<u8>], counts: &Counts) -> Prices {
+/// Average cost in bits of a literal under `lengths`, weighted by `counts`.
+fn literal_price(lengths: &[Vec<u8>], counts: &Counts) -> f32 {
     let (mut bits, mut n) = (0u64, 0u64);
     for (t, table) in lengths.iter().take(CONTEXTS).enumerate() {
         for (s, &l) in table.iter().enumerate().take(256) {
@@ -137,12 +141,22 @@ fn prices_of(lengths: &[Vec<u8>], counts: &Counts) -> Prices {
             n += counts.tables[t][s];
         }
     }
+    if n == 0 {
+        8.0
+    } else {
+        bits as f32 / n as f32
+    }
+}
+
+/// The prices a parse optimizes against, from the codes and the average
+/// literal cost.
+fn prices_from(lengths: &[Vec<u8>], literal: f32) -> Prices {
     let as_f32 = |t: &Vec<u8>| {
         let code = huffman::Encoder::new(t);
         (0..t.len() - 1).map(|s| code.cost(s) as f32).collect()
     };
     Prices {
-        literal: if n == 0 { 8.0 } else { bits as f32 / n as f32 },
+        literal,
         match_len: as_f32(&lengths[CONTEXTS + 1]),
         source: as_f32(&lengths[CONTEXTS + 2]),
     }
@@ -228,7 +242,7 @@ impl Encoder {
                 }
             }
             lengths = counts.lengths();
-            prices = prices_of(&lengths, &counts);
+            prices = prices_from(&lengths, literal_price(&lengths, &counts));
             if round == 0 {
                 let dict = parser.dict();
                 let mut front = hot_bytes(dict, &coverage, HOT_BYTES.min(dict.len() / 4));
@@ -245,6 +259,39 @@ impl Encoder {
             codes,
             seqs,
         }
+    }
+
+    /// An encoder for a model trained before: its dictionary's index, its
+    /// code lengths and its average literal cost.
+    pub(crate) fn for_model(
+        index: Arc<DictIndex>,
+        lengths: Vec<Vec<u8>>,
+        literal: f32,
+        depth: usize,
+    ) -> Self {
+        let codes = lengths.iter().map(|l| huffman::Encoder::new(l)).collect();
+        Encoder {
+            parser: Parser::over(index, depth),
+            prices: prices_from(&lengths, literal),
+            lengths,
+            codes,
+            seqs: Vec::new(),
+        }
+    }
+
+    /// The dictionary's index, shared with encoders made by [`Encoder::for_model`].
+    pub(crate) fn index(&self) -> &Arc<DictIndex> {
+        self.parser.index()
+    }
+
+    /// The code lengths, one table per entry.
+    pub(crate) fn lengths(&self) -> &[Vec<u8>] {
+        &self.lengths
+    }
+
+    /// The average literal cost the parse assumes.
+    pub(crate) fn literal_price(&self) -> f32 {
+        self.prices.literal
     }
 
     /// Appends the encoding of `rec` to `out`.
@@ -338,7 +385,7 @@ fn decompress_dict(packed: &[u8], len: usize) -> Result<Vec<u8>> {
 }
 
 /// Parses a model section into its dictionary and code lengths.
-fn read_model(bytes: &[u8]) -> std::result::Result<(Vec<u8>, Vec<Vec<u8>>), String> {
+pub(crate) fn read_model(bytes: &[u8]) -> std::result::Result<(Vec<u8>, Vec<Vec<u8>>), String> {
     if bytes.get(..4) != Some(&MAGIC[..]) {
         return Err("model section lacks its magic".into());
     }

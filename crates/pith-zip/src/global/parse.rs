@@ -8,6 +8,8 @@
 //! its source holds exactly the bytes it replaces; the last sequence has no
 //! match (`match_len == 0`).
 
+use std::sync::Arc;
+
 use pith_enc::prefix::common_len;
 
 use super::matcher::{DictIndex, LocalIndex};
@@ -72,7 +74,8 @@ struct Candidate {
 
 /// Parses records against one dictionary.
 pub(crate) struct Parser {
-    index: DictIndex,
+    /// Shared by every parser of one model (it is read-only).
+    index: Arc<DictIndex>,
     local: LocalIndex,
     /// Chain candidates examined per position.
     depth: usize,
@@ -91,11 +94,21 @@ struct State {
 
 impl Parser {
     pub(crate) fn new(dict: Vec<u8>, depth: usize) -> Self {
+        Parser::over(Arc::new(DictIndex::new(dict)), depth)
+    }
+
+    /// A parser over an index built before (a shared model's).
+    pub(crate) fn over(index: Arc<DictIndex>, depth: usize) -> Self {
         Parser {
-            index: DictIndex::new(dict),
+            index,
             local: LocalIndex::new(),
             depth,
         }
+    }
+
+    /// The dictionary's index, to share with other parsers.
+    pub(crate) fn index(&self) -> &Arc<DictIndex> {
+        &self.index
     }
 
     /// The dictionary parsed against.

@@ -1,0 +1,295 @@
+//! Shared models: a trained global-codec model (dictionary, code lengths,
+//! and the matcher's index over the dictionary) as an object of its own,
+//! with its own checksummed file, used by any number of stores.
+//!
+//! A store built with [`crate::SharedBuilder`] holds a 16-byte reference
+//! to its model ([`ModelRef`]: the model's id and the crc32c of its body)
+//! instead of a dictionary, so a database keeps one copy of each model in
+//! memory however many stores use it, builds stores without training, and
+//! can copy a record's encoded bytes from one store to another when both
+//! use the same model.
+//!
+//! File layout (`docs/format.md`, "Model file"), little-endian:
+//!
+//! ```text
+//! 0   magic "PITHMDL\0"
+//! 8   version u32 (1)          12  codec u32 (2: the global codec's model)
+//! 16  id u64
+//! 24  trained_from u64         bytes of sample records it was trained on
+//! 32  ratio f32                raw / encoded bytes on held-out records
+//! 36  literal price f32        the parse's average literal cost, in bits
+//! 40  body length u64
+//! 48  body crc32c u32          52  crc32c of bytes 0..52 u32
+//! 56  body: the global codec's model section ("PZG1 ...")
+//! ```
+//!
+//! Invariants of an opened `Model`: both checksums matched, the body is a
+//! valid model section (prefix codes, a dictionary that inflates to its
+//! stated size), and `fingerprint` is the crc32c of that body. The
+//! matcher's index (about five bytes per dictionary byte plus 16 MiB) is
+//! built on the first encode and kept: a model only read never pays it.
+
+use std::sync::{Arc, OnceLock};
+
+use pith_enc::le;
+
+use crate::builder::{split_sample, strided, Options, TRAINING_BYTES, TRIAL_BYTES};
+use crate::error::{Error, Result};
+use crate::global::{self, DictIndex};
+
+/// Model file magic.
+pub const MODEL_MAGIC: [u8; 8] = *b"PITHMDL\0";
+const VERSION: u32 = 1;
+const GLOBAL: u32 = 2;
+/// Bytes of the model file header.
+pub const MODEL_HEADER_BYTES: usize = 56;
+
+/// Which model a store was encoded with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ModelRef {
+    /// The model's id (the engine uses the model file's number).
+    pub id: u64,
+    /// crc32c of the model's body: a store refuses a model file that
+    /// carries its id but other contents.
+    pub fingerprint: u32,
+}
+
+/// A trained model of the global codec, shared by the stores encoded with
+/// it. `Send + Sync`; wrap it in an `Arc` to share.
+pub struct Model {
+    id: u64,
+    fingerprint: u32,
+    trained_from: u64,
+    ratio: f32,
+    literal_price: f32,
+    lengths: Vec<Vec<u8>>,
+    decoder: global::Decoder,
+    index: OnceLock<Arc<DictIndex>>,
+}
+
+impl std::fmt::Debug for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Model")
+            .field("id", &self.id)
+            .field("fingerprint", &self.fingerprint)
+            .field("dict_bytes", &self.decoder.dict_len())
+            .field("ratio", &self.ratio)
+            .finish()
+    }
+}
+
+impl Model {
+    /// Trains model `id` on `sample` (records like those it will encode;
+    /// at most [`Options::sample_bytes`] of them are used): even-numbered
+    /// records become dictionary material (at most
+    /// [`Options::global_dict_bytes`]), odd-numbered ones train the codes
+    /// and measure the ratio. Returns the model and its file bytes.
+    pub fn train<R: AsRef<[u8]>>(
+        id: u64,
+        sample: &[R],
+        options: &Options,
+    ) -> Result<(Model, Vec<u8>)> {
+        let records: Vec<&[u8]> = sample.iter().map(|r| r.as_ref()).collect();
+        let records = strided(&records, options.sample_bytes.max(1));
+        let (material, held) = split_sample(&records);
+        let cap = options.global_dict_bytes.min(global::MAX_DICT);
+        let dict = strided(&material, cap).concat();
+        let trained_from = records.iter().map(|r| r.len() as u64).sum();
+        let mut encoder =
+            global::Encoder::train(dict, &strided(&held, TRAINING_BYTES), options.global_depth);
+        let (mut raw, mut encoded, mut out) = (0usize, 0usize, Vec::new());
+        for r in strided(&held, TRIAL_BYTES) {
+            out.clear();
+            encoder.encode(r, &mut out);
+            raw += r.len();
+            encoded += out.len().min(r.len());
+        }
+        let ratio = if encoded == 0 {
+            1.0
+        } else {
+            raw as f32 / encoded as f32
+        };
+        let body = encoder.model_bytes()?;
+        let index = encoder.index().clone();
+        let decoder = global::Decoder::from_parts(index.dict().to_vec(), encoder.lengths())?;
+        let model = Model {
+            id,
+            fingerprint: crc32c::crc32c(&body),
+            trained_from,
+            ratio,
+            literal_price: encoder.literal_price(),
+            lengths: encoder.lengths().to_vec(),
+            decoder,
+            index: OnceLock::from(index),
+        };
+        let bytes = model.file_bytes(&body);
+        Ok((model, bytes))
+    }
+
+    fn file_bytes(&self, body: &[u8]) -> Vec<u8> {
+        let mut b = Vec::with_capacity(MODEL_HEADER_BYTES + body.len());
+        b.extend_from_slice(&MODEL_MAGIC);
+        le::put_u32(&mut b, VERSION);
+        le::put_u32(&mut b, GLOBAL);
+        le::put_u64(&mut b, self.id);
+        le::put_u64(&mut b, self.trained_from);
+        le::put_u32(&mut b, self.ratio.to_bits());
+        le::put_u32(&mut b, self.literal_price.to_bits());
+        le::put_u64(&mut b, body.len() as u64);
+        le::put_u32(&mut b, self.fingerprint);
+        let crc = crc32c::crc32c(&b);
+        le::put_u32(&mut b, crc);
+        b.extend_from_slice(body);
+        b
+    }
+
+    /// Opens a model from its file bytes, checking both checksums and the
+    /// model section.
+    pub fn open(bytes: &[u8]) -> Result<Model> {
+        let corrupt = |offset: u64, detail: String| Error::Corrupt { offset, detail };
+        let Some(h) = bytes.first_chunk::<MODEL_HEADER_BYTES>() else {
+            return Err(Error::Truncated {
+                what: "model header",
+                needed: MODEL_HEADER_BYTES as u64,
+                available: bytes.len() as u64,
+            });
+        };
+        if h[..8] != MODEL_MAGIC {
+            return Err(corrupt(
+                0,
+                "bad model magic (expected \"PITHMDL\\0\")".into(),
+            ));
+        }
+        let (stored, computed) = (le::u32_in(h, 52), crc32c::crc32c(&h[..52]));
+        if stored != computed {
+            return Err(Error::ChecksumMismatch {
+                region: "model header".into(),
+                stored,
+                computed,
+            });
+        }
+        let version = le::u32_in(h, 8);
+        if version != VERSION {
+            return Err(Error::UnsupportedVersion {
+                expected: VERSION,
+                found: version,
+            });
+        }
+        let codec = le::u32_in(h, 12);
+        if codec != GLOBAL {
+            return Err(corrupt(12, format!("model of unknown codec {codec}")));
+        }
+        let body = &bytes[MODEL_HEADER_BYTES..];
+        if le::u64_in(h, 40) != body.len() as u64 {
+            return Err(corrupt(
+                40,
+                format!(
+                    "model body of {} bytes, the header says {}",
+                    body.len(),
+                    le::u64_in(h, 40)
+                ),
+            ));
+        }
+        let fingerprint = crc32c::crc32c(body);
+        if fingerprint != le::u32_in(h, 48) {
+            return Err(Error::ChecksumMismatch {
+                region: "model body".into(),
+                stored: le::u32_in(h, 48),
+                computed: fingerprint,
+            });
+        }
+        let (dict, lengths) = global::read_model(body)
+            .map_err(|d| corrupt(MODEL_HEADER_BYTES as u64, format!("model section: {d}")))?;
+        let decoder = global::Decoder::from_parts(dict, &lengths)?;
+        let price = |at: usize| f32::from_bits(le::u32_in(h, at));
+        let (ratio, literal_price) = (price(32), price(36));
+        if !(ratio.is_finite() && ratio > 0.0 && literal_price.is_finite() && literal_price > 0.0) {
+            return Err(corrupt(
+                32,
+                "model ratio or literal price is not positive".into(),
+            ));
+        }
+        Ok(Model {
+            id: le::u64_in(h, 16),
+            fingerprint,
+            trained_from: le::u64_in(h, 24),
+            ratio,
+            literal_price,
+            lengths,
+            decoder,
+            index: OnceLock::new(),
+        })
+    }
+
+    /// The model's id.
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// What a store encoded with this model records about it.
+    pub fn reference(&self) -> ModelRef {
+        ModelRef {
+            id: self.id,
+            fingerprint: self.fingerprint,
+        }
+    }
+
+    /// Bytes of sample records the model was trained on.
+    pub fn trained_from(&self) -> u64 {
+        self.trained_from
+    }
+
+    /// Raw over encoded bytes on records held out of training.
+    pub fn ratio(&self) -> f32 {
+        self.ratio
+    }
+
+    /// Size of the inflated dictionary.
+    pub fn dict_bytes(&self) -> usize {
+        self.decoder.dict_len()
+    }
+
+    /// Memory the model holds: dictionary and decode tables, plus the
+    /// matcher's index once something was encoded with it.
+    pub fn heap_bytes(&self) -> usize {
+        self.decoder.dict_len()
+            + global::TABLE_BYTES
+            + self.index.get().map_or(0, |i| i.heap_bytes())
+    }
+
+    /// Raw over encoded bytes of `records` with this model (plain records
+    /// counted at their size, as a store keeps them): compared with
+    /// [`Model::ratio`], it says whether data has drifted from the model.
+    pub fn ratio_on<R: AsRef<[u8]>>(&self, records: &[R], depth: usize) -> f32 {
+        let mut encoder = self.encoder(depth);
+        let (mut raw, mut encoded, mut out) = (0usize, 0usize, Vec::new());
+        for r in records {
+            out.clear();
+            encoder.encode(r.as_ref(), &mut out);
+            raw += r.as_ref().len();
+            encoded += out.len().min(r.as_ref().len());
+        }
+        if encoded == 0 {
+            self.ratio
+        } else {
+            raw as f32 / encoded as f32
+        }
+    }
+
+    /// An encoder (one per thread) parsing with chains `depth` deep.
+    pub(crate) fn encoder(&self, depth: usize) -> global::Encoder {
+        let index = self
+            .index
+            .get_or_init(|| Arc::new(DictIndex::new(self.decoder.dict().to_vec())));
+        global::Encoder::for_model(
+            index.clone(),
+            self.lengths.clone(),
+            self.literal_price,
+            depth,
+        )
+    }
+
+    pub(crate) fn decoder(&self) -> &global::Decoder {
+        &self.decoder
+    }
+}

@@ -1,0 +1,254 @@
+//! Stores encoded with a shared [`Model`] ([`Codec::Shared`]): built in
+//! one pass, without training, and able to take records already encoded
+//! with the same model as they are.
+//!
+//! Such a store's dictionary section is a 16-byte reference to its model,
+//! `id u64 | fingerprint u32 | reserved u32 (0)`, and each record is
+//!
+//! ```text
+//! varint(len << 1 | plain) | payload | crc32c of the decoded record u32 (when checksummed)
+//! ```
+//!
+//! where `len` is the decoded length and `payload` is the global codec's
+//! encoding, or, when `plain` is set, the record itself: a record the model
+//! does not shrink is stored as it is, so incompressible data costs its
+//! size plus a few bytes. The header makes a record self-describing: a
+//! merge copies it, decoded length and checksum included, without decoding.
+
+use std::io::Write;
+use std::sync::Arc;
+
+use pith_enc::{le, varint};
+
+use crate::builder::{finish_store, BuildStats, CountingWriter, Options, Tail};
+use crate::error::{Error, Result};
+use crate::format::Codec;
+use crate::global;
+use crate::model::{Model, ModelRef};
+
+/// Bytes of the model-reference section.
+pub(crate) const REF_BYTES: usize = 16;
+
+pub(crate) fn ref_section(r: ModelRef) -> [u8; REF_BYTES] {
+    let mut b = [0u8; REF_BYTES];
+    b[..8].copy_from_slice(&r.id.to_le_bytes());
+    b[8..12].copy_from_slice(&r.fingerprint.to_le_bytes());
+    b
+}
+
+/// The reference in a model-reference section, if it is one.
+pub(crate) fn read_ref_section(b: &[u8]) -> Option<ModelRef> {
+    let b = b
+        .first_chunk::<REF_BYTES>()
+        .filter(|_| b.len() == REF_BYTES)?;
+    (le::u32_in(b, 12) == 0).then(|| ModelRef {
+        id: le::u64_in(b, 0),
+        fingerprint: le::u32_in(b, 8),
+    })
+}
+
+/// A stored record taken apart.
+pub(crate) struct Framed<'a> {
+    /// Decoded length.
+    pub len: u64,
+    pub plain: bool,
+    pub payload: &'a [u8],
+    pub crc: Option<u32>,
+}
+
+/// Takes a stored record apart; `max` bounds the decoded length.
+pub(crate) fn unframe(stored: &[u8], checksummed: bool, max: u64) -> Result<Framed<'_>, String> {
+    let (head, rest) = varint::get(stored).ok_or("record header truncated")?;
+    let (len, plain) = (head >> 1, head & 1 == 1);
+    if len > max {
+        return Err(format!(
+            "record of {len} bytes exceeds the store's largest ({max})"
+        ));
+    }
+    let (payload, crc) = if checksummed {
+        let at = rest
+            .len()
+            .checked_sub(4)
+            .ok_or("record checksum truncated")?;
+        (&rest[..at], le::u32_at(rest, at))
+    } else {
+        (rest, None)
+    };
+    if plain && payload.len() as u64 != len {
+        return Err(format!(
+            "plain record of {len} bytes stored in {}",
+            payload.len()
+        ));
+    }
+    Ok(Framed {
+        len,
+        plain,
+        payload,
+        crc,
+    })
+}
+
+/// A record's stored bytes, as [`crate::Store::encoded`] hands them out
+/// for [`SharedBuilder::push_encoded`].
+#[derive(Clone, Copy, Debug)]
+pub struct Encoded<'a> {
+    pub(crate) bytes: &'a [u8],
+    pub(crate) raw_len: u64,
+    pub(crate) model: ModelRef,
+    pub(crate) checksummed: bool,
+}
+
+impl Encoded<'_> {
+    /// Stored bytes, header and checksum included.
+    pub fn stored_len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Decoded length.
+    pub fn raw_len(&self) -> u64 {
+        self.raw_len
+    }
+
+    /// The model it is encoded with.
+    pub fn model(&self) -> ModelRef {
+        self.model
+    }
+}
+
+/// Builds a store encoded with a shared model, in one pass over records
+/// in id order. Memory: one encoded record and 8 bytes per record, plus
+/// the model's matcher index (shared, built on the model's first encode).
+pub struct SharedBuilder<W: Write> {
+    model: Arc<Model>,
+    encoder: global::Encoder,
+    out: CountingWriter<W>,
+    offsets: Vec<u64>,
+    pool_crc: u32,
+    raw_bytes: u64,
+    max_record: u64,
+    checksums: bool,
+    buf: Vec<u8>,
+    scratch: Vec<u8>,
+    copied: u64,
+}
+
+impl<W: Write> SharedBuilder<W> {
+    /// A builder writing to `out`; of `options` it uses
+    /// [`Options::record_checksums`] and [`Options::global_depth`].
+    pub fn new(model: Arc<Model>, options: &Options, out: W) -> Self {
+        SharedBuilder {
+            encoder: model.encoder(options.global_depth),
+            model,
+            out: CountingWriter {
+                inner: out,
+                written: 0,
+            },
+            offsets: vec![0],
+            pool_crc: 0,
+            raw_bytes: 0,
+            max_record: 0,
+            checksums: options.record_checksums,
+            buf: Vec::new(),
+            scratch: Vec::new(),
+            copied: 0,
+        }
+    }
+
+    /// Encodes and appends the next record.
+    pub fn push(&mut self, record: &[u8]) -> Result<()> {
+        self.scratch.clear();
+        self.encoder.encode(record, &mut self.scratch);
+        let plain = self.scratch.len() >= record.len();
+        self.buf.clear();
+        varint::put(
+            &mut self.buf,
+            ((record.len() as u64) << 1) | u64::from(plain),
+        );
+        self.buf
+            .extend_from_slice(if plain { record } else { &self.scratch });
+        if self.checksums {
+            le::put_u32(&mut self.buf, crc32c::crc32c(record));
+        }
+        let buf = std::mem::take(&mut self.buf);
+        let written = self.append(&buf, record.len() as u64);
+        self.buf = buf;
+        written
+    }
+
+    /// Appends a record taken from another store as it is stored, without
+    /// decoding it. Fails (and appends nothing) when that store used
+    /// another model or other checksum settings: push the decoded record
+    /// then.
+    pub fn push_encoded(&mut self, record: &Encoded<'_>) -> Result<()> {
+        if record.model != self.model.reference() || record.checksummed != self.checksums {
+            return Err(Error::ModelMismatch {
+                expected: self.model.reference(),
+                found: record.model,
+            });
+        }
+        self.copied += 1;
+        self.append(record.bytes, record.raw_len)
+    }
+
+    fn append(&mut self, stored: &[u8], raw_len: u64) -> Result<()> {
+        self.pool_crc = crc32c::crc32c_append(self.pool_crc, stored);
+        self.out.write_all(stored)?;
+        self.offsets.push(self.out.written);
+        self.raw_bytes += raw_len;
+        self.max_record = self.max_record.max(raw_len);
+        Ok(())
+    }
+
+    /// Records appended so far.
+    pub fn records(&self) -> u64 {
+        self.offsets.len() as u64 - 1
+    }
+
+    /// Records appended by [`SharedBuilder::push_encoded`].
+    pub fn copied(&self) -> u64 {
+        self.copied
+    }
+
+    /// Writes the tail (reference, offsets, footer) and flushes.
+    pub fn finish(mut self) -> Result<BuildStats> {
+        let section = ref_section(self.model.reference());
+        let records = self.records();
+        finish_store(
+            &mut self.out,
+            &Tail {
+                codec: Codec::Shared,
+                section: &section,
+                offsets: &self.offsets,
+                records,
+                max_record: self.max_record,
+                raw_bytes: self.raw_bytes,
+                pool_crc: self.pool_crc,
+                checksums: self.checksums,
+            },
+        )
+    }
+}
+
+/// A one-record store whose record is stored as `stored` (any bytes),
+/// claiming a decoded length of up to 64 KiB: for fuzzing the record
+/// parser and decoder behind a valid tail.
+pub(crate) fn store_with_record(model: &Arc<Model>, stored: &[u8]) -> Vec<u8> {
+    let options = Options::default();
+    let mut b = SharedBuilder::new(model.clone(), &options, Vec::new());
+    let _ = b.append(stored, 1 << 16);
+    let section = ref_section(model.reference());
+    let _ = finish_store(
+        &mut b.out,
+        &Tail {
+            codec: Codec::Shared,
+            section: &section,
+            offsets: &b.offsets,
+            records: 1,
+            max_record: 1 << 16,
+            raw_bytes: 1 << 16,
+            pool_crc: b.pool_crc,
+            checksums: true,
+        },
+    );
+    b.out.inner
+}

@@ -1,0 +1,254 @@
+//! Shared models: model files, stores built with a model, records copied
+//! between stores without decoding, and corruption of each.
+
+use std::sync::Arc;
+
+use proptest::prelude::*;
+
+use crate::{Codec, Error, Model, Options, SharedBuilder, Store, MODEL_HEADER_BYTES};
+
+fn aligned(bytes: &[u8]) -> Vec<u64> {
+    let mut words = vec![0u64; bytes.len().div_ceil(8)];
+    bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..bytes.len()].copy_from_slice(bytes);
+    words
+}
+
+fn view(words: &[u64], len: usize) -> &[u8] {
+    &bytemuck::cast_slice::<u64, u8>(words)[..len]
+}
+
+fn packages(n: usize, salt: usize) -> Vec<Vec<u8>> {
+    (0..n)
+        .map(|i| {
+            format!(
+                "Package: lib{i}-{salt}\nVersion: {}.{}-{salt}\nMaintainer: Team {}\nDepends: libc6 (>= 2.{})\nDescription: library number {i}\n",
+                i % 9, i % 13, i % 5, 30 + i % 7
+            )
+            .into_bytes()
+        })
+        .collect()
+}
+
+fn model(id: u64, sample: &[Vec<u8>]) -> (Arc<Model>, Vec<u8>) {
+    let (m, file) = Model::train(id, sample, &Options::default()).expect("train");
+    (Arc::new(m), file)
+}
+
+fn build(model: &Arc<Model>, records: &[Vec<u8>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut b = SharedBuilder::new(model.clone(), &Options::default(), &mut out);
+    for r in records {
+        b.push(r).expect("push");
+    }
+    let stats = b.finish().expect("finish");
+    assert_eq!(stats.codec, Codec::Shared);
+    assert_eq!(stats.store_bytes as usize, out.len());
+    out
+}
+
+fn check(store: &Store<'_>, records: &[Vec<u8>]) {
+    assert_eq!(store.len(), records.len() as u64);
+    let mut out = vec![7];
+    for (i, r) in records.iter().enumerate() {
+        store.get(i as u64, &mut out).expect("get");
+        assert_eq!(&out, r, "record {i}");
+    }
+    store.verify().expect("verify");
+}
+
+#[test]
+fn a_store_reads_back_with_its_model_and_only_with_it() {
+    let (m, _) = model(5, &packages(400, 0));
+    let records = packages(300, 1);
+    let bytes = build(&m, &records);
+    let raw: usize = records.iter().map(Vec::len).sum();
+    assert!(bytes.len() * 3 < raw, "{} bytes for {raw}", bytes.len());
+    let words = aligned(&bytes);
+    let b = view(&words, bytes.len());
+    assert_eq!(
+        Store::required_model(b).expect("footer"),
+        Some(m.reference())
+    );
+    let store = Store::open_with_model(b, Some(m.clone())).expect("open");
+    assert_eq!(store.codec(), Codec::Shared);
+    check(&store, &records);
+    assert!(
+        matches!(Store::open(b), Err(Error::ModelRequired { model }) if model == m.reference())
+    );
+    let (other, _) = model(6, &packages(50, 2));
+    assert!(matches!(
+        Store::open_with_model(b, Some(other)),
+        Err(Error::ModelMismatch { .. })
+    ));
+}
+
+#[test]
+fn model_files_round_trip_and_every_flip_or_cut_is_refused() {
+    let (m, file) = model(9, &packages(200, 3));
+    let opened = Arc::new(Model::open(&file).expect("open"));
+    assert_eq!(opened.reference(), m.reference());
+    assert_eq!(opened.ratio(), m.ratio());
+    assert_eq!(opened.trained_from(), m.trained_from());
+    // A store built by the trained model reads with the reopened one, and
+    // the reopened one encodes the same bytes.
+    let records = packages(100, 4);
+    let bytes = build(&m, &records);
+    assert_eq!(build(&opened, &records), bytes);
+    let words = aligned(&bytes);
+    check(
+        &Store::open_with_model(view(&words, bytes.len()), Some(opened)).expect("open"),
+        &records,
+    );
+    for i in (0..MODEL_HEADER_BYTES).chain((MODEL_HEADER_BYTES..file.len()).step_by(97)) {
+        let mut f = file.clone();
+        f[i] ^= 0x20;
+        assert!(Model::open(&f).is_err(), "flip at {i} not detected");
+    }
+    for cut in [
+        0,
+        8,
+        MODEL_HEADER_BYTES - 1,
+        MODEL_HEADER_BYTES,
+        file.len() - 1,
+    ] {
+        assert!(
+            Model::open(&file[..cut]).is_err(),
+            "cut at {cut} not detected"
+        );
+    }
+}
+
+#[test]
+fn records_copied_without_decoding_read_back_and_keep_their_checksums() {
+    let (m, _) = model(1, &packages(300, 0));
+    let records = packages(200, 5);
+    let a = build(&m, &records);
+    let wa = aligned(&a);
+    let sa = Store::open_with_model(view(&wa, a.len()), Some(m.clone())).expect("open a");
+    // Every other record copied, the rest pushed decoded: one store.
+    let mut out = Vec::new();
+    let mut b = SharedBuilder::new(m.clone(), &Options::default(), &mut out);
+    for (i, r) in records.iter().enumerate() {
+        if i % 2 == 0 {
+            let e = sa.encoded(i as u64).expect("encoded").expect("shared");
+            assert_eq!(e.raw_len(), r.len() as u64);
+            b.push_encoded(&e).expect("copy");
+        } else {
+            b.push(r).expect("push");
+        }
+    }
+    assert_eq!(b.copied(), 100);
+    b.finish().expect("finish");
+    assert_eq!(out, a, "copies are byte-identical to encoding again");
+    // A record of another model is refused, not copied.
+    let (other, _) = model(2, &packages(50, 6));
+    let mut sink = Vec::new();
+    let mut c = SharedBuilder::new(other, &Options::default(), &mut sink);
+    let e = sa.encoded(0).expect("encoded").expect("shared");
+    assert!(matches!(
+        c.push_encoded(&e),
+        Err(Error::ModelMismatch { .. })
+    ));
+    assert_eq!(c.records(), 0);
+}
+
+#[test]
+fn incompressible_records_cost_their_size_plus_a_few_bytes() {
+    let (m, _) = model(3, &packages(300, 0));
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let noise: Vec<Vec<u8>> = (0..20)
+        .map(|_| {
+            (0..10_000)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect()
+        })
+        .collect();
+    let bytes = build(&m, &noise);
+    let raw: usize = noise.iter().map(Vec::len).sum();
+    // Per record: a 2-byte header, a 4-byte checksum, an 8-byte offset at
+    // most; per store: the reference, padding and the 80-byte footer.
+    assert!(
+        bytes.len() <= raw + 14 * noise.len() + 128,
+        "{} for {raw}",
+        bytes.len()
+    );
+    let words = aligned(&bytes);
+    check(
+        &Store::open_with_model(view(&words, bytes.len()), Some(m)).expect("open"),
+        &noise,
+    );
+}
+
+#[test]
+fn a_corrupt_record_is_an_error_naming_it_and_other_records_still_read() {
+    let (m, _) = model(4, &packages(300, 0));
+    let records = packages(50, 7);
+    let bytes = build(&m, &records);
+    let store_words = aligned(&bytes);
+    let s = Store::open_with_model(view(&store_words, bytes.len()), Some(m.clone())).expect("open");
+    let at = {
+        let e = s.encoded(10).expect("encoded").expect("shared");
+        e.bytes.as_ptr() as usize - view(&store_words, bytes.len()).as_ptr() as usize
+    };
+    for delta in [0, 1, 3] {
+        let mut bad = bytes.clone();
+        bad[at + delta] ^= 0x41;
+        let w = aligned(&bad);
+        let s = Store::open_with_model(view(&w, bad.len()), Some(m.clone())).expect("open");
+        let mut out = Vec::new();
+        let e = s.get(10, &mut out).expect_err("corrupt record");
+        assert!(e.to_string().contains("record 10"), "{e}");
+        assert!(out.is_empty());
+        s.get(11, &mut out).expect("neighbour reads");
+        assert_eq!(out, records[11]);
+    }
+}
+
+#[test]
+fn an_empty_sample_trains_a_model_that_still_round_trips() {
+    let (m, file) = model(8, &[]);
+    Model::open(&file).expect("reopen");
+    let records = packages(20, 9);
+    let bytes = build(&m, &records);
+    let words = aligned(&bytes);
+    check(
+        &Store::open_with_model(view(&words, bytes.len()), Some(m)).expect("open"),
+        &records,
+    );
+}
+
+#[test]
+fn fuzz_entries_survive_their_seeds() {
+    let (_, file) = model(2, &packages(40, 0));
+    crate::fuzz::model_open(&file);
+    crate::fuzz::model_open(&file[..MODEL_HEADER_BYTES]);
+    for data in [
+        &b""[..],
+        b"\x00",
+        b"\xff\xff\xff\xff\xff\x01",
+        b"\x0b\x00\x00\x00\x00abc",
+    ] {
+        crate::fuzz::shared_record(data);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn any_records_round_trip(
+        sample in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..200), 0..40),
+        records in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..300), 0..40),
+    ) {
+        let (m, _) = model(1, &sample);
+        let bytes = build(&m, &records);
+        let words = aligned(&bytes);
+        let store = Store::open_with_model(view(&words, bytes.len()), Some(m)).unwrap();
+        check(&store, &records);
+    }
+}
