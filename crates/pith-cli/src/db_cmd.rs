@@ -298,7 +298,17 @@ pub fn stats(args: &StatsArgs) -> Result<(), CliError> {
             .map(|x| {
                 serde_json::json!({"number": x.number, "keys": x.keys, "records": x.records,
                 "tombstones": x.tombstones, "index_bytes": x.index_bytes, "store_bytes": x.store_bytes,
-                "file_bytes": x.file_bytes, "codec": x.codec})
+                "file_bytes": x.file_bytes, "codec": x.codec, "model": x.model})
+            })
+            .collect();
+        let models: Vec<serde_json::Value> = s
+            .models
+            .iter()
+            .map(|m| {
+                serde_json::json!({"number": m.number, "file_bytes": m.file_bytes,
+                "heap_bytes": m.heap_bytes, "dict_bytes": m.dict_bytes,
+                "trained_ratio": m.trained_ratio, "trained_from": m.trained_from,
+                "current": m.current, "segments": m.segments})
             })
             .collect();
         let v = serde_json::json!({
@@ -306,7 +316,7 @@ pub fn stats(args: &StatsArgs) -> Result<(), CliError> {
             "index_bytes": index, "value_store_bytes": store, "disk_bytes": s.disk_bytes,
             "wal_bytes": s.wal_bytes, "memtable_bytes": s.memtable_bytes,
             "compression_ratio": ratio, "segment_count": s.segments.len(), "segments": segments,
-            "last_sequence": s.last_sequence,
+            "last_sequence": s.last_sequence, "models": models,
         });
         println!("{v}");
         return Ok(());
@@ -321,9 +331,27 @@ pub fn stats(args: &StatsArgs) -> Result<(), CliError> {
     println!("compression ratio        {ratio:.2}x (raw keys and values / files on disk)");
     println!("segments                 {}", s.segments.len());
     for x in &s.segments {
+        let model = x
+            .model
+            .map(|m| format!(", model {m:06}"))
+            .unwrap_or_default();
         println!(
-            "  {:06}.seg  {} keys, {} records, {} tombstones, trie {} B, store {} B ({}), file {} B",
+            "  {:06}.seg  {} keys, {} records, {} tombstones, trie {} B, store {} B ({}{model}), file {} B",
             x.number, x.keys, x.records, x.tombstones, x.index_bytes, x.store_bytes, x.codec, x.file_bytes
+        );
+    }
+    println!("shared models            {}", s.models.len());
+    for m in &s.models {
+        println!(
+            "  {:06}.model  file {} B, dictionary {} B, memory {} B, trained on {} B to {:.2}x, {} segments{}",
+            m.number,
+            m.file_bytes,
+            m.dict_bytes,
+            m.heap_bytes,
+            m.trained_from,
+            m.trained_ratio,
+            m.segments,
+            if m.current { ", current" } else { "" }
         );
     }
     Ok(())

@@ -43,7 +43,7 @@ pub fn shared_record(data: &[u8]) {
         let sample: Vec<String> = (0..64)
             .map(|i| format!("Package: p{i}\nVersion: {i}.0\nDepends: libc6\n"))
             .collect();
-        crate::Model::train(1, &sample, &crate::Options::default())
+        crate::Model::train(1, &sample, u64::MAX, &crate::Options::default())
             .ok()
             .map(|(m, _)| Arc::new(m))
     });

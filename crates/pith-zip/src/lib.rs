@@ -66,7 +66,7 @@ mod shared;
 mod store;
 mod zstd_codec;
 
-pub use builder::{build, build_to_vec, BuildStats, CodecChoice, Options};
+pub use builder::{build, build_to_vec, BuildStats, CodecChoice, Options, Sample};
 pub use error::{Error, Result};
 pub use format::{Codec, MAGIC};
 pub use model::{Model, ModelRef, MODEL_HEADER_BYTES, MODEL_MAGIC};

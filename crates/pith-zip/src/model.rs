@@ -80,19 +80,27 @@ impl std::fmt::Debug for Model {
 
 impl Model {
     /// Trains model `id` on `sample` (records like those it will encode;
-    /// at most [`Options::sample_bytes`] of them are used): even-numbered
-    /// records become dictionary material (at most
-    /// [`Options::global_dict_bytes`]), odd-numbered ones train the codes
-    /// and measure the ratio. Returns the model and its file bytes.
+    /// at most [`Options::sample_bytes`] of them are used), drawn from
+    /// `data_bytes` of data: even-numbered records become dictionary
+    /// material (at most [`Options::global_dict_bytes`], and at most
+    /// `data_bytes / global_dict_divisor`: a dictionary larger than a
+    /// sixteenth of the data it serves costs more than it saves),
+    /// odd-numbered ones train the codes and measure the ratio. Returns the
+    /// model and its file bytes.
     pub fn train<R: AsRef<[u8]>>(
         id: u64,
         sample: &[R],
+        data_bytes: u64,
         options: &Options,
     ) -> Result<(Model, Vec<u8>)> {
         let records: Vec<&[u8]> = sample.iter().map(|r| r.as_ref()).collect();
         let records = strided(&records, options.sample_bytes.max(1));
         let (material, held) = split_sample(&records);
-        let cap = options.global_dict_bytes.min(global::MAX_DICT);
+        let mut cap = options.global_dict_bytes.min(global::MAX_DICT);
+        if options.global_dict_divisor > 0 {
+            let share = data_bytes / options.global_dict_divisor as u64;
+            cap = cap.min(usize::try_from(share).unwrap_or(usize::MAX));
+        }
         let dict = strided(&material, cap).concat();
         let trained_from = records.iter().map(|r| r.len() as u64).sum();
         let mut encoder =

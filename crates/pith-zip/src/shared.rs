@@ -213,7 +213,8 @@ impl<W: Write> SharedBuilder<W> {
     pub fn finish(mut self) -> Result<BuildStats> {
         let section = ref_section(self.model.reference());
         let records = self.records();
-        finish_store(
+        let copied = self.copied;
+        let stats = finish_store(
             &mut self.out,
             &Tail {
                 codec: Codec::Shared,
@@ -225,7 +226,8 @@ impl<W: Write> SharedBuilder<W> {
                 pool_crc: self.pool_crc,
                 checksums: self.checksums,
             },
-        )
+        )?;
+        Ok(BuildStats { copied, ..stats })
     }
 }
 

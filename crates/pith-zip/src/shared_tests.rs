@@ -30,7 +30,7 @@ fn packages(n: usize, salt: usize) -> Vec<Vec<u8>> {
 }
 
 fn model(id: u64, sample: &[Vec<u8>]) -> (Arc<Model>, Vec<u8>) {
-    let (m, file) = Model::train(id, sample, &Options::default()).expect("train");
+    let (m, file) = Model::train(id, sample, u64::MAX, &Options::default()).expect("train");
     (Arc::new(m), file)
 }
 

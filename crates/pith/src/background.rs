@@ -35,9 +35,10 @@ use std::sync::Arc;
 use crate::core::{lock, Edit, Inner, State};
 use crate::error::{Error, Result};
 use crate::memtable::Memtable;
-use crate::merge::MergeSource;
+use crate::merge::{MemSource, MergeSource};
 use crate::options::Options;
 use crate::segment::Segment;
+use crate::training;
 
 enum Job {
     Flush(Arc<Memtable>),
@@ -135,11 +136,23 @@ fn flush(inner: &Inner, mem: &Arc<Memtable>) -> Result<()> {
         panic!("test hook: a flush that panics");
     }
     let bottommost = inner.current().segments.is_empty();
-    let segment = inner.build_from_memtable(mem, bottommost)?;
+    let snapshots = inner.snapshot_list();
+    let source = MemSource::new(mem, &snapshots, bottommost);
+    let coding = training::coding_for(inner, &source)?;
+    // Without a model, a small memtable gets a proportionally small
+    // training sample: dictionary training needs several times its sample
+    // in memory, which must not dwarf the memtable it builds.
+    let mut zip = inner.options.flush_zip.clone();
+    zip.sample_bytes = zip
+        .sample_bytes
+        .min(inner.options.memtable_bytes / 4)
+        .max(64 << 10);
+    let segment = inner.build_segment(&source, &zip, coding.model.as_ref())?;
     inner.apply(Edit {
         added: segment,
         flushed: Some(mem.clone()),
         last_seq: mem.max_seq(),
+        model: coding.model.filter(|_| coding.trained),
         ..Edit::default()
     })
 }
@@ -150,7 +163,8 @@ fn merge(inner: &Inner, window: Range<usize>) -> Result<()> {
     let inputs: Vec<Arc<Segment>> = st.segments[window.clone()].to_vec();
     let bottommost = window.start == 0;
     let source = MergeSource::new(inputs.clone(), inner.snapshot_list(), bottommost);
-    let output = inner.build_segment(&source, &inner.options.merge_zip)?;
+    let model = st.model.clone();
+    let output = inner.build_segment(&source, &inner.options.merge_zip, model.as_ref())?;
     inner.apply(Edit {
         added: output,
         replaces: inputs.iter().map(|s| s.number).collect(),

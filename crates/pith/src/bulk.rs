@@ -15,6 +15,7 @@ use crate::core::{Edit, Inner};
 use crate::dbformat::{tag, Kind};
 use crate::error::{Error, Result};
 use crate::segment::writer::{Group, GroupSource, ValueRef};
+use crate::training::{self, Coding};
 
 /// A sorted chunk of a bulk load as a build input.
 struct BulkSource {
@@ -73,6 +74,8 @@ where
     }
     inner.wait_for(|st, _| st.frozen.is_empty())?;
     let mut stats = BulkStats::default();
+    // Decided on the first chunk: a load trains at most one model.
+    let mut coding: Option<Coding> = None;
     let mut chunk: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
     let mut bytes = 0usize;
     let mut input = records.into_iter();
@@ -88,7 +91,7 @@ where
             }
         }
         if !chunk.is_empty() {
-            stats.keys += load_chunk(inner, std::mem::take(&mut chunk))?;
+            stats.keys += load_chunk(inner, std::mem::take(&mut chunk), &mut coding)?;
             stats.segments += 1;
             bytes = 0;
         }
@@ -98,8 +101,13 @@ where
     }
 }
 
-/// Sorts, builds and installs one chunk; returns its distinct keys.
-fn load_chunk(inner: &Inner, mut records: Vec<(Vec<u8>, Vec<u8>)>) -> Result<u64> {
+/// Sorts, builds and installs one chunk; returns its distinct keys. The
+/// first chunk of a load decides its `coding` (and may train a model).
+fn load_chunk(
+    inner: &Inner,
+    mut records: Vec<(Vec<u8>, Vec<u8>)>,
+    coding: &mut Option<Coding>,
+) -> Result<u64> {
     // Stable sort, then keep the last of each run of equal keys.
     records.sort_by(|a, b| a.0.cmp(&b.0));
     let mut deduped: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(records.len());
@@ -115,7 +123,13 @@ fn load_chunk(inner: &Inner, mut records: Vec<(Vec<u8>, Vec<u8>)>) -> Result<u64
         records: deduped,
         tag: tag(seq, Kind::Put),
     };
-    let Some(segment) = inner.build_segment(&source, &inner.options.merge_zip)? else {
+    let first = coding.is_none();
+    let c = match coding {
+        Some(c) => c,
+        None => coding.insert(training::coding_for(inner, &source)?),
+    };
+    let Some(segment) = inner.build_segment(&source, &inner.options.merge_zip, c.model.as_ref())?
+    else {
         return Ok(0);
     };
     drop(source);
@@ -123,6 +137,7 @@ fn load_chunk(inner: &Inner, mut records: Vec<(Vec<u8>, Vec<u8>)>) -> Result<u64
         added: Some(segment),
         last_seq: seq,
         publish_seq: Some(seq),
+        model: c.model.clone().filter(|_| first && c.trained),
         ..Edit::default()
     })?;
     Ok(keys)

@@ -33,9 +33,9 @@ use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::manifest::{Manifest, SegmentEntry};
 use crate::memtable::Memtable;
-use crate::merge::MemSource;
+use crate::model_file::ModelFile;
 use crate::options::Options;
-use crate::segment::writer::{write_segment, GroupSource};
+use crate::segment::writer::{write_segment, GroupSource, ValueCoding};
 use crate::segment::Segment;
 use crate::wal::WalWriter;
 
@@ -46,6 +46,8 @@ pub(crate) struct State {
     pub frozen: Vec<Arc<Memtable>>,
     /// Live segments, oldest first.
     pub segments: Vec<Arc<Segment>>,
+    /// The shared model new segments are encoded with, if one was trained.
+    pub model: Option<Arc<ModelFile>>,
 }
 
 /// Background bookkeeping, guarded by `Inner::bg`.
@@ -54,6 +56,10 @@ pub(crate) struct Bg {
     pub shutdown: bool,
     pub compactions_requested: u64,
     pub compactions_done: u64,
+    /// Records segment builds copied as stored (a merge with one model).
+    pub records_copied: u64,
+    /// Records segment builds encoded.
+    pub records_encoded: u64,
     /// The first failure that stopped writes.
     pub error: Option<Arc<Error>>,
 }
@@ -91,6 +97,9 @@ pub(crate) struct Edit {
     pub last_seq: u64,
     /// Publish this sequence number with the state (a bulk load).
     pub publish_seq: Option<u64>,
+    /// A newly trained model (its file durable already) that becomes the
+    /// current one.
+    pub model: Option<Arc<ModelFile>>,
 }
 
 /// Everything an open database shares among its threads.
@@ -128,6 +137,7 @@ pub(crate) fn entry_of(s: &Segment) -> SegmentEntry {
         min_seq: s.min_seq(),
         max_seq: s.max_seq(),
         file_bytes: s.file_bytes(),
+        model: s.model().map_or(0, |m| m.number),
     }
 }
 
@@ -217,51 +227,47 @@ impl Inner {
         }
     }
 
-    /// Builds a segment from a frozen memtable (not yet installed).
-    pub(crate) fn build_from_memtable(
-        &self,
-        mem: &Memtable,
-        bottommost: bool,
-    ) -> Result<Option<Arc<Segment>>> {
-        let snapshots = self.snapshot_list();
-        let source = MemSource::new(mem, &snapshots, bottommost);
-        // A small memtable gets a proportionally small training sample:
-        // dictionary training needs several times its sample in memory,
-        // which must not dwarf the memtable it builds.
-        let mut zip = self.options.flush_zip.clone();
-        zip.sample_bytes = zip
-            .sample_bytes
-            .min(self.options.memtable_bytes / 4)
-            .max(64 << 10);
-        self.build_segment(&source, &zip)
-    }
-
     /// Writes a new segment file from `source`, makes its name durable and
     /// opens it; `None` (and no file) when the source yields nothing. The
     /// caller installs it with [`Inner::apply`].
+    ///
+    /// Values are encoded with `model` when there is one (see
+    /// `segment::writer`), else with a store of their own as `zip` says.
     pub(crate) fn build_segment(
         &self,
         source: &dyn GroupSource,
         zip: &pith_zip::Options,
+        model: Option<&Arc<ModelFile>>,
     ) -> Result<Option<Arc<Segment>>> {
         let zip = self.options.within_build_budget(zip);
         let number = self.new_file_number();
         let fs = &*self.fs;
-        if !write_segment(
+        let coding = ValueCoding {
+            zip: &zip,
+            model: model.map(|m| &m.model),
+        };
+        let Some(built) = write_segment(
             fs,
             &self.dir,
             number,
             source,
-            &zip,
+            coding,
             self.options.bloom_bits_per_key,
-        )? {
+        )?
+        else {
             return Ok(None);
+        };
+        {
+            let mut bg = lock(&self.bg);
+            bg.records_copied += built.copied;
+            bg.records_encoded += built.records - built.copied;
         }
         let path = self.file(number, FileKind::Segment);
+        let lookup = |n: u64| model.filter(|m| m.number == n).cloned();
         let opened = fs
             .sync_dir(&self.dir)
             .map_err(|e| Error::io(&self.dir, e))
-            .and_then(|()| Segment::open(&self.fs, &path, number));
+            .and_then(|()| Segment::open(&self.fs, &path, number, &lookup));
         match opened {
             Ok(s) => Ok(Some(Arc::new(s))),
             Err(e) => {
@@ -318,6 +324,7 @@ impl Inner {
                 segments.extend(edit.added.iter().cloned());
             }
             State {
+                model: edit.model.clone().or_else(|| st.model.clone()),
                 mem: st.mem.clone(),
                 frozen: st
                     .frozen
@@ -328,11 +335,24 @@ impl Inner {
                 segments,
             }
         });
+        let live_models = m.models.clone();
         drop(m);
         for s in &st.segments {
             if edit.replaces.contains(&s.number) {
                 s.mark_obsolete();
             }
+        }
+        // Every model this edit may have stopped (or started again) using:
+        // a model file goes when it is unlisted and its last user lets go.
+        let known = st
+            .segments
+            .iter()
+            .chain(edit.added.iter())
+            .filter_map(|s| s.model())
+            .chain(st.model.iter())
+            .chain(edit.model.iter());
+        for model in known {
+            model.set_obsolete(live_models.binary_search(&model.number).is_err());
         }
         self.notify_bg();
         Ok(())
@@ -360,6 +380,19 @@ impl Inner {
                 })?;
             next.segments.splice(at..at + n, entry);
         }
+        if let Some(model) = &edit.model {
+            next.current_model = model.number;
+        }
+        let mut models: Vec<u64> = next
+            .segments
+            .iter()
+            .map(|s| s.model)
+            .chain([next.current_model])
+            .filter(|&n| n != 0)
+            .collect();
+        models.sort_unstable();
+        models.dedup();
+        next.models = models;
         if let Some(f) = &edit.flushed {
             // The oldest log still needed is that of the oldest memtable
             // left.

@@ -75,6 +75,35 @@ pub struct Stats {
     pub wal_bytes: u64,
     /// Highest published sequence number.
     pub last_sequence: u64,
+    /// Shared compression models in use, oldest first.
+    pub models: Vec<ModelInfo>,
+    /// Records that segment builds (flushes, merges, bulk loads) since
+    /// open copied as stored, without decoding and encoding.
+    pub records_copied: u64,
+    /// Records that segment builds since open encoded.
+    pub records_encoded: u64,
+}
+
+/// One shared compression model, for stats.
+#[derive(Clone, Debug)]
+pub struct ModelInfo {
+    /// File number (the file is `NNNNNN.model`).
+    pub number: u64,
+    /// File size.
+    pub file_bytes: u64,
+    /// Memory it holds: the inflated dictionary and decode tables, plus
+    /// the matcher's index once something was encoded with it.
+    pub heap_bytes: u64,
+    /// Inflated dictionary bytes.
+    pub dict_bytes: u64,
+    /// Raw over encoded bytes on held-out records when trained.
+    pub trained_ratio: f64,
+    /// Bytes of sample records it was trained on.
+    pub trained_from: u64,
+    /// Whether new segments are encoded with it.
+    pub current: bool,
+    /// Live segments encoded with it.
+    pub segments: usize,
 }
 
 impl Stats {
@@ -91,6 +120,8 @@ pub struct VerifyReport {
     pub segments: usize,
     /// Records decoded and checked.
     pub records: u64,
+    /// Shared model files read back and checked.
+    pub models: usize,
     /// Write-ahead logs read.
     pub wals: usize,
     /// Log records read.
@@ -364,7 +395,40 @@ impl DB {
                 wal_bytes += len;
             }
         }
+        let mut models: Vec<ModelInfo> = Vec::new();
+        let in_use = st
+            .segments
+            .iter()
+            .filter_map(|s| s.model())
+            .chain(st.model.iter());
+        for m in in_use {
+            if models.iter().any(|x| x.number == m.number) {
+                continue;
+            }
+            models.push(ModelInfo {
+                number: m.number,
+                file_bytes: m.file_bytes(),
+                heap_bytes: m.model.heap_bytes() as u64,
+                dict_bytes: m.model.dict_bytes() as u64,
+                trained_ratio: f64::from(m.model.ratio()),
+                trained_from: m.model.trained_from(),
+                current: st.model.as_ref().is_some_and(|c| c.number == m.number),
+                segments: st
+                    .segments
+                    .iter()
+                    .filter(|s| s.model().is_some_and(|x| x.number == m.number))
+                    .count(),
+            });
+        }
+        models.sort_by_key(|m| m.number);
+        let (records_copied, records_encoded) = {
+            let bg = crate::core::lock(&self.inner.bg);
+            (bg.records_copied, bg.records_encoded)
+        };
         Ok(Stats {
+            records_copied,
+            records_encoded,
+            models,
             segments: st.segments.iter().map(|s| s.info()).collect(),
             memtable_bytes: std::iter::once(&st.mem)
                 .chain(st.frozen.iter())
@@ -378,12 +442,24 @@ impl DB {
     }
 
     /// Reads every byte of every live file and checks every checksum:
-    /// segments (all sections, every record decoded), the manifest (at
-    /// open), and the logs of the memtables. Lists `.wal.torn` files.
+    /// shared model files (read again from disk), segments (all sections,
+    /// every record decoded), the manifest (at open), and the logs of the
+    /// memtables. Lists `.wal.torn` files.
     pub fn verify(&self) -> Result<VerifyReport> {
         let st = self.inner.current();
         let (fs, dir) = (&*self.inner.fs, &self.inner.dir);
         let mut report = VerifyReport::default();
+        let models: std::collections::BTreeSet<u64> = st
+            .segments
+            .iter()
+            .filter_map(|s| s.model())
+            .chain(st.model.iter())
+            .map(|m| m.number)
+            .collect();
+        for n in models {
+            crate::model_file::ModelFile::open(&self.inner.fs, dir, n)?;
+            report.models += 1;
+        }
         for s in &st.segments {
             s.verify()?;
             report.segments += 1;

@@ -7,7 +7,8 @@
 //! NNNNNN.wal      a write-ahead log (numbers share one counter, >= 6 digits)
 //! NNNNNN.wal.torn a log whose tail was torn, kept for inspection
 //! NNNNNN.seg      a segment
-//! NNNNNN.tmp      a segment being written; renamed to NNNNNN.seg
+//! NNNNNN.model    a shared compression model (model_file.rs)
+//! NNNNNN.tmp      a segment or model being written; renamed when whole
 //! ```
 //!
 //! A database is created only in an empty directory (`recovery.rs`), so
@@ -31,6 +32,8 @@ pub(crate) enum FileKind {
     TornWal,
     /// `NNNNNN.seg`.
     Segment,
+    /// `NNNNNN.model`.
+    Model,
     /// `NNNNNN.tmp`.
     Temp,
 }
@@ -41,6 +44,7 @@ impl FileKind {
             FileKind::Wal => "wal",
             FileKind::TornWal => "wal.torn",
             FileKind::Segment => "seg",
+            FileKind::Model => "model",
             FileKind::Temp => "tmp",
         }
     }
@@ -62,6 +66,7 @@ pub(crate) fn parse(name: &str) -> Option<(u64, FileKind)> {
         FileKind::Wal,
         FileKind::TornWal,
         FileKind::Segment,
+        FileKind::Model,
         FileKind::Temp,
     ]
     .into_iter()
@@ -80,6 +85,7 @@ mod tests {
             FileKind::Wal,
             FileKind::TornWal,
             FileKind::Segment,
+            FileKind::Model,
             FileKind::Temp,
         ] {
             for n in [0, 7, 123_456, 9_999_999] {

@@ -33,9 +33,9 @@ fn wal_matches_docs() {
 #[test]
 fn manifest_matches_docs() {
     let m = Manifest {
-        next_file: 3,
+        next_file: 4,
         last_seq: 5,
-        log_number: 2,
+        log_number: 3,
         segments: vec![SegmentEntry {
             number: 1,
             keys: 4,
@@ -43,14 +43,47 @@ fn manifest_matches_docs() {
             min_seq: 1,
             max_seq: 5,
             file_bytes: 1000,
+            model: 2,
         }],
+        current_model: 2,
+        models: vec![2],
     };
     let bytes = m.encode();
     assert_eq!(
         bytes,
-        golden("golden-manifest-v1"),
+        golden("golden-manifest-v2"),
         "docs drifted; encoder writes:\n{}",
         pith_enc::golden::hex(&bytes)
+    );
+}
+
+/// Databases written before shared models keep opening: a version 1
+/// manifest decodes, with no models.
+#[test]
+fn version_1_manifest_in_docs_still_decodes() {
+    let m = Manifest::decode(
+        std::path::Path::new("MANIFEST"),
+        &golden("golden-manifest-v1"),
+    )
+    .expect("a version 1 manifest decodes");
+    assert_eq!(
+        m,
+        Manifest {
+            next_file: 3,
+            last_seq: 5,
+            log_number: 2,
+            segments: vec![SegmentEntry {
+                number: 1,
+                keys: 4,
+                records: 5,
+                min_seq: 1,
+                max_seq: 5,
+                file_bytes: 1000,
+                model: 0,
+            }],
+            current_model: 0,
+            models: vec![],
+        }
     );
 }
 
@@ -99,9 +132,13 @@ fn segment_matches_docs() {
         codec: pith_zip::CodecChoice::Force(pith_zip::Codec::Plain),
         ..pith_zip::Options::default()
     };
+    let coding = crate::segment::writer::ValueCoding {
+        zip: &zip,
+        model: None,
+    };
     let written =
-        crate::segment::writer::write_segment(&fs, dir, 1, &TwoKeys, &zip, 10).expect("write");
-    assert!(written);
+        crate::segment::writer::write_segment(&fs, dir, 1, &TwoKeys, coding, 10).expect("write");
+    assert!(written.is_some());
     let bytes = fs.read(&dir.join("000001.seg")).expect("read");
     assert_eq!(
         bytes,
@@ -113,6 +150,7 @@ fn segment_matches_docs() {
         crate::env::FileBytes::heap(bytes),
         std::path::Path::new("golden.seg"),
         1,
+        &|_| None,
     )
     .expect("the documented bytes open");
     seg.verify().expect("verify");

@@ -58,7 +58,7 @@
 // Layers, bottom to top: each module imports only modules before it on
 // this line, so none imports one that imports it back (the `layering`
 // test reads the line and checks every module's imports against it).
-// layers: dbformat filename env error batch wal manifest memtable iter segment merge options core write bulk background recovery db fuzz
+// layers: dbformat filename env error batch wal manifest memtable iter model_file segment merge options core training write bulk background recovery db fuzz
 mod background;
 mod batch;
 mod bulk;
@@ -73,9 +73,11 @@ mod iter;
 mod manifest;
 mod memtable;
 mod merge;
+mod model_file;
 mod options;
 mod recovery;
 mod segment;
+mod training;
 mod wal;
 mod write;
 
@@ -84,7 +86,7 @@ mod golden_tests;
 
 pub use batch::WriteBatch;
 pub use bulk::BulkStats;
-pub use db::{Snapshot, Stats, VerifyReport, DB};
+pub use db::{ModelInfo, Snapshot, Stats, VerifyReport, DB};
 pub use error::{Error, Result};
 pub use iter::{DbIterator, Scan, ScanKeys};
 pub use options::{Options, WriteOptions};

@@ -1,4 +1,5 @@
-//! The manifest: which segments are live, which logs still matter.
+//! The manifest: which segments and shared models are live, which logs
+//! still matter.
 //!
 //! One small file, `MANIFEST`, replaced whole on every change: written to
 //! `MANIFEST.tmp`, synced, renamed over `MANIFEST`, and the directory
@@ -9,15 +10,22 @@
 //! old or the new one, never a mix (`docs/format.md`, "Manifest"):
 //!
 //! ```text
-//! "PITHMAN\0" | version u32 (1) | segment count u32
+//! "PITHMAN\0" | version u32 (2) | segment count u32
 //! next_file u64 | last_seq u64 | log_number u64
-//! count x ( file_number u64 | keys u64 | records u64 | min_seq u64 | max_seq u64 | file_bytes u64 )
+//! current_model u64 (0: none) | model count u32 | reserved u32 (0)
+//! count x ( file_number u64 | keys u64 | records u64 | min_seq u64 | max_seq u64
+//!           | file_bytes u64 | model u64 (0: none) )
+//! model count x model file number u64, ascending
 //! crc32c of everything before it u32
 //! ```
 //!
 //! Segments are listed oldest first; their sequence ranges do not overlap
 //! and increase down the list. Logs numbered `>= log_number` hold writes
-//! not yet in any segment; older logs are garbage.
+//! not yet in any segment; older logs are garbage. The model list holds
+//! exactly the models some segment is encoded with, plus the current one
+//! (what new segments are encoded with); a model file not listed is
+//! garbage. Version 1 (no model fields, 48-byte segment entries) is still
+//! read; it is rewritten as version 2 on the next change.
 
 use std::path::Path;
 
@@ -27,9 +35,11 @@ use crate::env::Fs;
 use crate::error::{Error, Result};
 use crate::filename::{MANIFEST, MANIFEST_TMP};
 const MAGIC: &[u8; 8] = b"PITHMAN\0";
-const VERSION: u32 = 1;
-const FIXED: usize = 40;
-const PER_SEGMENT: usize = 48;
+const VERSION: u32 = 2;
+const FIXED_V1: usize = 40;
+const PER_SEGMENT_V1: usize = 48;
+const FIXED: usize = 56;
+const PER_SEGMENT: usize = 56;
 
 /// One live segment as the manifest records it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,6 +50,8 @@ pub(crate) struct SegmentEntry {
     pub min_seq: u64,
     pub max_seq: u64,
     pub file_bytes: u64,
+    /// The shared model its values are encoded with (0: none).
+    pub model: u64,
 }
 
 /// The manifest's contents.
@@ -53,17 +65,30 @@ pub(crate) struct Manifest {
     pub log_number: u64,
     /// Live segments, oldest first.
     pub segments: Vec<SegmentEntry>,
+    /// The model new segments are encoded with (0: none yet).
+    pub current_model: u64,
+    /// Live model files, ascending: those of `segments`, and the current.
+    pub models: Vec<u64>,
 }
 
 impl Manifest {
     pub(crate) fn encode(&self) -> Vec<u8> {
-        let mut b = Vec::with_capacity(FIXED + PER_SEGMENT * self.segments.len() + 4);
+        let mut b = Vec::with_capacity(
+            FIXED + PER_SEGMENT * self.segments.len() + 8 * self.models.len() + 4,
+        );
         b.extend_from_slice(MAGIC);
         le::put_u32(&mut b, VERSION);
         le::put_u32(&mut b, self.segments.len() as u32);
-        for v in [self.next_file, self.last_seq, self.log_number] {
+        for v in [
+            self.next_file,
+            self.last_seq,
+            self.log_number,
+            self.current_model,
+        ] {
             le::put_u64(&mut b, v);
         }
+        le::put_u32(&mut b, self.models.len() as u32);
+        le::put_u32(&mut b, 0);
         for s in &self.segments {
             for v in [
                 s.number,
@@ -72,9 +97,13 @@ impl Manifest {
                 s.min_seq,
                 s.max_seq,
                 s.file_bytes,
+                s.model,
             ] {
                 le::put_u64(&mut b, v);
             }
+        }
+        for &n in &self.models {
+            le::put_u64(&mut b, n);
         }
         let crc = crc32c::crc32c(&b);
         le::put_u32(&mut b, crc);
@@ -83,23 +112,39 @@ impl Manifest {
 
     pub(crate) fn decode(path: &Path, b: &[u8]) -> Result<Manifest> {
         let corrupt = |offset: usize, detail: &str| Error::corrupt(path, offset as u64, detail);
-        if b.len() < FIXED + 4 {
+        if b.len() < FIXED_V1 + 4 {
             return Err(corrupt(0, "manifest is shorter than its fixed part"));
         }
         if &b[..8] != MAGIC {
             return Err(corrupt(0, "bad manifest magic (expected \"PITHMAN\\0\")"));
         }
-        // In bounds: the fixed part was checked above, the segment table
-        // below once the length matches the count.
+        // In bounds: the fixed part was checked above and below, the
+        // tables once the length matches the counts.
         let u32_at = |at: usize| le::u32_at(b, at).unwrap_or(0);
         let u64_at = |at: usize| le::u64_at(b, at).unwrap_or(0);
+        let version = u32_at(8);
+        if version != 1 && version != VERSION {
+            // Its layout is unknown, so its checksum cannot be found.
+            return Err(Error::UnsupportedVersion {
+                path: path.to_path_buf(),
+                expected: VERSION,
+                found: version,
+            });
+        }
         let count = u32_at(12) as usize;
-        let expected = FIXED + PER_SEGMENT * count + 4;
+        let (fixed, per_segment, models) = match version {
+            1 => (FIXED_V1, PER_SEGMENT_V1, 0),
+            _ if b.len() < FIXED + 4 => {
+                return Err(corrupt(0, "manifest is shorter than its fixed part"))
+            }
+            _ => (FIXED, PER_SEGMENT, u32_at(48) as usize),
+        };
+        let expected = fixed + per_segment * count + 8 * models + 4;
         if b.len() != expected {
             return Err(corrupt(
                 12,
                 &format!(
-                    "manifest of {} bytes, but {count} segments need {expected}",
+                    "manifest of {} bytes, but {count} segments and {models} models need {expected}",
                     b.len()
                 ),
             ));
@@ -113,22 +158,19 @@ impl Manifest {
                 ),
             ));
         }
-        let version = u32_at(8);
-        if version != VERSION {
-            return Err(Error::UnsupportedVersion {
-                path: path.to_path_buf(),
-                expected: VERSION,
-                found: version,
-            });
+        if version == VERSION && u32_at(52) != 0 {
+            return Err(corrupt(52, "reserved manifest field is not zero"));
         }
         let mut m = Manifest {
             next_file: u64_at(16),
             last_seq: u64_at(24),
             log_number: u64_at(32),
             segments: Vec::with_capacity(count),
+            current_model: if version == 1 { 0 } else { u64_at(40) },
+            models: Vec::with_capacity(models),
         };
         for i in 0..count {
-            let at = FIXED + PER_SEGMENT * i;
+            let at = fixed + per_segment * i;
             m.segments.push(SegmentEntry {
                 number: u64_at(at),
                 keys: u64_at(at + 8),
@@ -136,8 +178,11 @@ impl Manifest {
                 min_seq: u64_at(at + 24),
                 max_seq: u64_at(at + 32),
                 file_bytes: u64_at(at + 40),
+                model: if version == 1 { 0 } else { u64_at(at + 48) },
             });
         }
+        let models_at = fixed + per_segment * count;
+        m.models = (0..models).map(|i| u64_at(models_at + 8 * i)).collect();
         let mut prev_max = None;
         for s in &m.segments {
             if s.number >= m.next_file
@@ -146,14 +191,32 @@ impl Manifest {
                 || s.max_seq > m.last_seq
             {
                 return Err(corrupt(
-                    FIXED,
+                    fixed,
                     &format!(
                         "segment {} has an impossible file number or sequence range",
                         s.number
                     ),
                 ));
             }
+            if s.model != 0 && m.models.binary_search(&s.model).is_err() {
+                return Err(corrupt(
+                    fixed,
+                    &format!(
+                        "segment {} uses model {}, which is not listed",
+                        s.number, s.model
+                    ),
+                ));
+            }
             prev_max = Some(s.max_seq);
+        }
+        if m.models.windows(2).any(|w| w[0] >= w[1])
+            || m.models.iter().any(|&n| n == 0 || n >= m.next_file)
+            || (m.current_model != 0 && m.models.binary_search(&m.current_model).is_err())
+        {
+            return Err(corrupt(
+                models_at,
+                "model list is not ascending live file numbers including the current model",
+            ));
         }
         if m.log_number > m.next_file {
             return Err(corrupt(32, "log number is past the next file number"));
@@ -215,6 +278,7 @@ mod tests {
                     min_seq: 1,
                     max_seq: 40,
                     file_bytes: 999,
+                    model: 2,
                 },
                 SegmentEntry {
                     number: 7,
@@ -223,8 +287,11 @@ mod tests {
                     min_seq: 41,
                     max_seq: 100,
                     file_bytes: 500,
+                    model: 0,
                 },
             ],
+            current_model: 6,
+            models: vec![2, 6],
         }
     }
 

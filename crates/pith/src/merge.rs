@@ -169,6 +169,14 @@ impl GroupSource for MergeSource {
         }
         seg.value(v.index, out)
     }
+
+    fn encoded(
+        &self,
+        v: &ValueRef,
+        model: pith_zip::ModelRef,
+    ) -> Result<Option<pith_zip::Encoded<'_>>> {
+        self.segments[v.src as usize].encoded(v.index, model)
+    }
 }
 
 #[cfg(test)]

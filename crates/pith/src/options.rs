@@ -2,8 +2,9 @@
 //!
 //! Defaults are what a read-heavy embedded user wants: writes are
 //! acknowledged once in the OS (not fsynced) unless [`WriteOptions::sync`]
-//! is set, as in LevelDB and RocksDB; memtables of 64 MiB; flushed segments
-//! use fast zstd-dict compression and merges the best codec by trial.
+//! is set, as in LevelDB and RocksDB; memtables of 64 MiB; segments encoded
+//! with the database's shared compression model, trained in the background
+//! (see `training.rs` for when).
 
 use std::sync::Arc;
 
@@ -31,11 +32,18 @@ pub struct Options {
     /// Writers stall while there are this many segments or more (merges
     /// fall behind); default 24.
     pub stall_segments: usize,
-    /// Record-store options for segments built from memtables. Default:
-    /// zstd-dict at level 3, chosen for build speed; merges re-encode.
+    /// Encode segments with a shared model, one per database (retrained
+    /// when the data drifts), instead of a codec and dictionary per
+    /// segment; default true. Flushes then encode without training and
+    /// merges copy records without decoding; the model is in memory once.
+    pub shared_models: bool,
+    /// Record-store options for segments built from memtables when there
+    /// is no shared model (`shared_models` off, or too little data yet to
+    /// train one). Default: zstd-dict at level 3, chosen for build speed.
     pub flush_zip: pith_zip::Options,
-    /// Record-store options for merged and bulk-loaded segments. Default:
-    /// pith-zip's defaults (the codec chosen by trial).
+    /// Record-store options for merged and bulk-loaded segments without a
+    /// shared model, and for training shared models (sample size,
+    /// dictionary size, parse depth). Default: pith-zip's defaults.
     pub merge_zip: pith_zip::Options,
     /// Bits per key of each segment's Bloom filter (0: none); default 10,
     /// about 1% false positives.
@@ -99,6 +107,7 @@ impl Default for Options {
             merge_trigger: 4,
             max_merge_width: 8,
             stall_segments: 24,
+            shared_models: true,
             flush_zip,
             merge_zip: pith_zip::Options::default(),
             bloom_bits_per_key: 10,

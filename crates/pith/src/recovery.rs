@@ -39,6 +39,7 @@ use crate::error::{Error, Result};
 use crate::filename::{self, FileKind, LOCK, MANIFEST_TMP};
 use crate::manifest::Manifest;
 use crate::memtable::Memtable;
+use crate::model_file::ModelFile;
 use crate::options::Options;
 use crate::segment::Segment;
 use crate::wal::{self, WalWriter};
@@ -101,6 +102,7 @@ pub(crate) fn open(
     };
 
     let live: HashSet<u64> = m.segments.iter().map(|s| s.number).collect();
+    let live_models: HashSet<u64> = m.models.iter().copied().collect();
     let mut logs: BTreeMap<u64, PathBuf> = BTreeMap::new();
     let mut garbage = Vec::new();
     for name in fs.list(dir).map_err(io(dir))? {
@@ -122,8 +124,11 @@ pub(crate) fn open(
                 }
             }
             FileKind::Segment if live.contains(&n) => {}
+            FileKind::Model if live_models.contains(&n) => {}
             FileKind::TornWal => {}
-            FileKind::Wal | FileKind::Segment | FileKind::Temp => garbage.push(path),
+            FileKind::Wal | FileKind::Segment | FileKind::Model | FileKind::Temp => {
+                garbage.push(path)
+            }
         }
     }
     if !read_only {
@@ -132,10 +137,46 @@ pub(crate) fn open(
         }
     }
 
+    let mut models = BTreeMap::new();
+    for &n in &m.models {
+        let file = ModelFile::open(&fs, dir, n).map_err(|e| match e {
+            Error::Corruption {
+                path,
+                offset,
+                detail,
+            } => {
+                let users: Vec<String> = m
+                    .segments
+                    .iter()
+                    .filter(|s| s.model == n)
+                    .map(|s| {
+                        filename::path(dir, s.number, FileKind::Segment)
+                            .display()
+                            .to_string()
+                    })
+                    .collect();
+                let detail = match users.is_empty() {
+                    true => format!("{detail} (it is the current model)"),
+                    false => format!(
+                        "{detail} (the values of {} are encoded with it)",
+                        users.join(", ")
+                    ),
+                };
+                Error::Corruption {
+                    path,
+                    offset,
+                    detail,
+                }
+            }
+            other => other,
+        })?;
+        models.insert(n, file);
+    }
+    let lookup = |n: u64| models.get(&n).cloned();
     let mut segments = Vec::with_capacity(m.segments.len());
     for e in &m.segments {
         let path = filename::path(dir, e.number, FileKind::Segment);
-        let s = Segment::open(&fs, &path, e.number)?;
+        let s = Segment::open(&fs, &path, e.number, &lookup)?;
         if crate::core::entry_of(&s) != *e {
             return Err(Error::corrupt(
                 &path,
@@ -214,6 +255,7 @@ pub(crate) fn open(
         fs,
         read_only,
         state: RwLock::new(Arc::new(State {
+            model: models.get(&m.current_model).cloned(),
             mem: Arc::new(Memtable::new(mem_number)),
             frozen,
             segments,

@@ -95,6 +95,7 @@ impl Inner {
         *slot = Some(wal);
         drop(slot);
         self.set_state(|st| State {
+            model: st.model.clone(),
             mem: Arc::new(Memtable::new(number)),
             frozen: st.frozen.iter().cloned().chain([st.mem.clone()]).collect(),
             segments: st.segments.clone(),

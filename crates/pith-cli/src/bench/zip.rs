@@ -53,11 +53,12 @@ pub struct Args {
     #[arg(long, default_value_t = 7)]
     seed: u64,
     /// Stores to measure, comma-separated, of: pith (auto), pith_plain,
-    /// pith_zstd_dict, pith_global, snappy4k, zstd16k, zstd_dict.
+    /// pith_zstd_dict, pith_global, pith_shared (a model trained once, then
+    /// encoding with it, as the engine does), snappy4k, zstd16k, zstd_dict.
     #[arg(
         long,
         value_delimiter = ',',
-        default_value = "pith,pith_plain,pith_zstd_dict,pith_global,snappy4k,zstd16k,zstd_dict"
+        default_value = "pith,pith_plain,pith_zstd_dict,pith_global,pith_shared,snappy4k,zstd16k,zstd_dict"
     )]
     stores: Vec<String>,
 }
@@ -187,6 +188,28 @@ fn measure_pith(
     let view = &bytemuck::cast_slice::<u64, u8>(&words)[..bytes.len()];
     let store =
         pith_zip::Store::open(view).map_err(|e| CliError::Usage(format!("pith-zip: {e}")))?;
+    let (get_ns, get_p99_ns, seq_mb_s) = read_and_check(&store, values, ids)?;
+    Ok((
+        Measured {
+            key,
+            name: name.into(),
+            bytes: bytes.len(),
+            build_s: build.median,
+            get_ns,
+            get_p99_ns,
+            seq_mb_s,
+        },
+        stats.codec,
+    ))
+}
+
+/// Times random reads (p50, p99 in ns) and a sequential scan (MB/s) of
+/// `store`, then checks every record reads back as given.
+fn read_and_check(
+    store: &pith_zip::Store<'_>,
+    values: &[Vec<u8>],
+    ids: &[u64],
+) -> Result<(f64, f64, f64), CliError> {
     let mut failed = None;
     let (get_ns, get_p99_ns) = time_reads(ids, |id, out| {
         if let Err(e) = store.get(id, out) {
@@ -197,11 +220,10 @@ fn measure_pith(
     store
         .scan(|_, r| std::hint::black_box(r).len() < usize::MAX)
         .map_err(|e| CliError::Usage(format!("pith-zip: {e}")))?;
-    let seq = stats.raw_bytes as f64 / 1e6 / t.elapsed().as_secs_f64();
+    let seq = store.raw_bytes() as f64 / 1e6 / t.elapsed().as_secs_f64();
     if let Some(e) = failed {
         return Err(CliError::Usage(format!("pith-zip read failed: {e}")));
     }
-    // Correctness: every record as given.
     let mut buf = Vec::new();
     for (i, v) in values.iter().enumerate() {
         store
@@ -213,18 +235,65 @@ fn measure_pith(
             )));
         }
     }
-    Ok((
-        Measured {
-            key,
-            name: name.into(),
-            bytes: bytes.len(),
-            build_s: build.median,
+    Ok((get_ns, get_p99_ns, seq))
+}
+
+/// What the shared-model path costs: training a model once, then encoding
+/// with it, as the engine's flushes do.
+struct SharedFigures {
+    measured: Measured,
+    train_s: f64,
+    encode_mb_s: f64,
+    model_bytes: usize,
+}
+
+/// A model trained on the values (as the engine trains one), then a store
+/// encoded with it in one pass; the size counts the model file too.
+fn measure_shared(
+    values: &[Vec<u8>],
+    ids: &[u64],
+    options: &pith_zip::Options,
+) -> Result<SharedFigures, CliError> {
+    let zerr = |e: pith_zip::Error| CliError::Usage(format!("pith-zip: {e}"));
+    let raw: usize = values.iter().map(Vec::len).sum();
+    let (train, trained) = seconds(1, || {
+        let mut sample = pith_zip::Sample::new(options.sample_bytes);
+        for (i, v) in values.iter().enumerate() {
+            sample.offer(i as u64, v);
+        }
+        pith_zip::Model::train(1, sample.records(), raw as u64, options)
+    });
+    let (model, model_file) = trained.map_err(zerr)?;
+    let model = std::sync::Arc::new(model);
+    let (encode, built) = seconds(3, || -> Result<Vec<u8>, pith_zip::Error> {
+        let mut out = Vec::new();
+        let mut b = pith_zip::SharedBuilder::new(model.clone(), options, &mut out);
+        for v in values {
+            b.push(v)?;
+        }
+        b.finish()?;
+        Ok(out)
+    });
+    let bytes = built.map_err(zerr)?;
+    let mut words = vec![0u64; bytes.len().div_ceil(8)];
+    bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..bytes.len()].copy_from_slice(&bytes);
+    let view = &bytemuck::cast_slice::<u64, u8>(&words)[..bytes.len()];
+    let store = pith_zip::Store::open_with_model(view, Some(model)).map_err(zerr)?;
+    let (get_ns, get_p99_ns, seq_mb_s) = read_and_check(&store, values, ids)?;
+    Ok(SharedFigures {
+        measured: Measured {
+            key: "pith_shared",
+            name: "pith shared model (+ model file)".into(),
+            bytes: bytes.len() + model_file.len(),
+            build_s: train.median + encode.median,
             get_ns,
             get_p99_ns,
-            seq_mb_s: seq,
+            seq_mb_s,
         },
-        stats.codec,
-    ))
+        train_s: train.median,
+        encode_mb_s: raw as f64 / 1e6 / encode.median,
+        model_bytes: model_file.len(),
+    })
 }
 
 /// zstd-19 per record, 1 MiB trained dictionary, standard frames.
@@ -325,6 +394,12 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         };
         rows.push(measure_pith(key, &format!("pith {}", c.name()), &values, &ids, &opts)?.0);
     }
+    let mut shared = None;
+    if want("pith_shared") {
+        let f = measure_shared(&values, &ids, &base)?;
+        rows.push(f.measured);
+        shared = Some((f.train_s, f.encode_mb_s, f.model_bytes));
+    }
     if want("snappy4k") {
         rows.push(measure_blocks(
             "snappy4k",
@@ -398,6 +473,11 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             r.seq_mb_s
         );
     }
+    if let Some((train_s, mb_s, model_bytes)) = shared {
+        println!(
+            "pith shared model: trained in {train_s:.2} s ({model_bytes} bytes), then encodes {mb_s:.1} MB/s on one core"
+        );
+    }
     if let Some((bytes, s)) = ceiling {
         println!(
             "{:<32} {:>12} {:>7.2} {:>9.2} {:>10} {:>10} {:>9}",
@@ -424,6 +504,11 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         "pith_plain_ratio": ratio("pith_plain"),
         "pith_zstd_dict_ratio": ratio("pith_zstd_dict"),
         "pith_global_ratio": ratio("pith_global"),
+        "pith_shared_ratio": ratio("pith_shared"),
+        "pith_shared_train_s": shared.map(|s| s.0),
+        "pith_shared_encode_mb_s": shared.map(|s| s.1),
+        "pith_shared_model_bytes": shared.map(|s| s.2),
+        "pith_shared_get_ns": field("pith_shared", |r| r.get_ns),
         "snappy4k_ratio": ratio("snappy4k"),
         "zstd16k_ratio": ratio("zstd16k"),
         "zstd_dict_ratio": ratio("zstd_dict"),

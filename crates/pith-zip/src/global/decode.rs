@@ -19,7 +19,7 @@ use super::symbols::{
     is_hex_class, literal_len, match_len, next_context, source, Source, AFTER_MATCH, CONTEXTS,
     CONTEXT_OF, MAX_MATCH, START_CONTEXT,
 };
-use super::{read_model, MAX_EXPANSION};
+use super::{prefetch, read_model, MAX_EXPANSION};
 use crate::bits::BitReader;
 use crate::error::{Error, Result};
 use crate::huffman::{self, MAX_BITS};
@@ -87,19 +87,6 @@ struct Copy {
     len: usize,
     from: usize,
     local: bool,
-}
-
-#[inline]
-fn prefetch(bytes: &[u8], at: usize) {
-    #[cfg(target_arch = "x86_64")]
-    if at < bytes.len() {
-        // SAFETY: a prefetch is a hint that never faults, and the address
-        // is inside `bytes` anyway.
-        unsafe {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch(bytes.as_ptr().add(at).cast::<i8>(), _MM_HINT_T0);
-        }
-    }
 }
 
 impl Decoder {

@@ -16,6 +16,8 @@
 use pith_enc::le;
 use pith_enc::prefix::common_len;
 
+use super::prefetch;
+
 /// Bytes hashed to find candidates.
 pub(crate) const HASH_LEN: usize = 6;
 const NONE: u32 = u32::MAX;
@@ -63,6 +65,14 @@ impl DictIndex {
         self.dict.len() + 4 * (self.head.len() + self.chain.len())
     }
 
+    /// Starts loading the chain head a later search for `s` will read.
+    #[inline]
+    pub(crate) fn prefetch_head(&self, s: &[u8]) {
+        if s.len() >= HASH_LEN {
+            prefetch(&self.head, hash(s, self.bits));
+        }
+    }
+
     /// Calls `f(position, length)` for up to `depth` dictionary positions
     /// whose match with `s` is at least `HASH_LEN` long, front first, until
     /// `f` returns false.
@@ -80,6 +90,9 @@ impl DictIndex {
         let mut seen = 0;
         while p != NONE && seen < depth {
             let at = p as usize;
+            // The next link loads while this candidate is compared: the
+            // two cache misses overlap instead of queueing.
+            prefetch(&self.chain, at);
             let len = common_len(s, &self.dict[at..]);
             if len >= HASH_LEN && !f(at, len) {
                 return;

@@ -208,8 +208,13 @@ fn hot_bytes(dict: &[u8], coverage: &[i32], budget: usize) -> Vec<u8> {
     out
 }
 
-/// Chain candidates examined per position by default.
-pub(crate) const DEFAULT_DEPTH: usize = 64;
+/// Chain candidates examined per position by default. Measured on the
+/// bundled Debian sample with a trained model (one core, 2-core VM under
+/// load, so roughly): depth 64 encodes 7.2 MB/s to 3.92x, depth 16
+/// 16.0 MB/s to 3.87x, depth 4 11.6 MB/s to 3.78x (before chain-head
+/// prefetching). Records are encoded once now that merges copy them, so
+/// encode speed is ingest speed.
+pub(crate) const DEFAULT_DEPTH: usize = 16;
 
 impl Encoder {
     /// Builds the dictionary from `material` and trains the codes on
@@ -340,6 +345,21 @@ impl Encoder {
         }
         out.extend_from_slice(&packed);
         Ok(out)
+    }
+}
+
+/// Asks the CPU to start loading `items[at]` into cache (no-op elsewhere
+/// than x86-64, or out of bounds).
+#[inline]
+pub(crate) fn prefetch<T>(items: &[T], at: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if at < items.len() {
+        // SAFETY: a prefetch is a hint that never faults, and the address
+        // is inside `items` anyway.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            _mm_prefetch(items.as_ptr().add(at).cast::<i8>(), _MM_HINT_T0);
+        }
     }
 }
 

@@ -62,6 +62,9 @@ impl Prices {
     }
 }
 
+/// Positions ahead whose chain head is prefetched.
+const LOOKAHEAD: usize = 4;
+
 /// A match at least this long ends the search at its position.
 const SUFFICIENT: usize = 64;
 
@@ -198,6 +201,11 @@ impl Parser {
         };
         let mut p = 0;
         while p + MIN_MATCH as usize <= rec.len() {
+            // The chain heads are in a table of megabytes: ask for the one
+            // a few positions ahead now, so it is in cache when needed.
+            if let Some(ahead) = rec.get(p + LOOKAHEAD..) {
+                self.index.prefetch_head(ahead);
+            }
             let Some(here) = self.best(rec, p, &st, prices) else {
                 p += 1;
                 continue;

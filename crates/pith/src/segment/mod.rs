@@ -30,6 +30,7 @@ use crate::dbformat::Kind;
 use crate::dbformat::{tag_kind, tag_seq};
 use crate::env::{FileBytes, Fs};
 use crate::error::{Error, Result};
+use crate::model_file::ModelFile;
 pub(crate) use bloom::hash as key_hash;
 use bloom::Bloom;
 use format::{Header, HeaderError, HEADER_BYTES, SECTIONS, SECTION_NAMES};
@@ -56,8 +57,14 @@ pub(crate) struct Segment {
     obsolete: AtomicBool,
     /// Removes the file when obsolete (`None`: bytes not from a file).
     fs: Option<Arc<dyn Fs>>,
+    /// The shared model its store is encoded with, if any (held so the
+    /// model outlives every segment using it).
+    model: Option<Arc<ModelFile>>,
     map: FileBytes,
 }
+
+/// Finds an open model file by number.
+pub(crate) type ModelLookup<'a> = &'a dyn Fn(u64) -> Option<Arc<ModelFile>>;
 
 /// Sizes and counts of one segment, for stats.
 #[derive(Clone, Debug)]
@@ -84,6 +91,8 @@ pub struct SegmentInfo {
     pub file_bytes: u64,
     /// The record store's codec.
     pub codec: String,
+    /// The shared model file its values are encoded with, if any.
+    pub model: Option<u64>,
     /// Lowest and highest sequence number.
     pub seq_range: (u64, u64),
 }
@@ -95,15 +104,26 @@ fn words(bytes: &[u8]) -> Option<&[u64]> {
 impl Segment {
     /// Opens and validates the segment file `number` at `path` (mapped
     /// where the file system can; see `env::RealFs` on truncation).
-    pub(crate) fn open(fs: &Arc<dyn Fs>, path: &Path, number: u64) -> Result<Segment> {
+    pub(crate) fn open(
+        fs: &Arc<dyn Fs>,
+        path: &Path,
+        number: u64,
+        models: ModelLookup<'_>,
+    ) -> Result<Segment> {
         let map = fs.map(path).map_err(|e| Error::io(path, e))?;
-        let mut segment = Segment::from_bytes(map, path, number)?;
+        let mut segment = Segment::from_bytes(map, path, number, models)?;
         segment.fs = Some(fs.clone());
         Ok(segment)
     }
 
-    /// Validates a segment's bytes; `path` names it in errors.
-    pub(crate) fn from_bytes(map: FileBytes, path: &Path, number: u64) -> Result<Segment> {
+    /// Validates a segment's bytes; `path` names it in errors, `models`
+    /// finds the shared model its store needs.
+    pub(crate) fn from_bytes(
+        map: FileBytes,
+        path: &Path,
+        number: u64,
+        models: ModelLookup<'_>,
+    ) -> Result<Segment> {
         // SAFETY: the slice points into the bytes owned by `map` (a mapping
         // or a heap allocation), which lives in the same struct, is never
         // moved out or changed, and is dropped after every field that
@@ -166,8 +186,43 @@ impl Segment {
         let at = |i: usize| header.sections[i].offset;
         let trie = Trie::open(sections[format::TRIE])
             .map_err(|e| Error::from_trie(path, at(format::TRIE), e))?;
-        let store = Store::open(sections[format::STORE])
-            .map_err(|e| Error::from_zip(path, at(format::STORE), e))?;
+        let store_bytes = sections[format::STORE];
+        let zip_err = |e| Error::from_zip(path, at(format::STORE), e);
+        let model = match Store::required_model(store_bytes).map_err(zip_err)? {
+            None => None,
+            Some(wanted) => {
+                let name = || {
+                    crate::filename::path(
+                        path.parent().unwrap_or(Path::new("")),
+                        wanted.id,
+                        crate::filename::FileKind::Model,
+                    )
+                };
+                let file = models(wanted.id).ok_or_else(|| {
+                    corrupt(
+                        at(format::STORE),
+                        format!(
+                            "its values are encoded with model file {}, which is not loaded (missing from the manifest or the directory)",
+                            name().display()
+                        ),
+                    )
+                })?;
+                if file.model.reference() != wanted {
+                    return Err(corrupt(
+                        at(format::STORE),
+                        format!(
+                            "its values are encoded with another model than model file {} holds (fingerprint {:#010x}, the file's {:#010x})",
+                            file.path().display(),
+                            wanted.fingerprint,
+                            file.model.reference().fingerprint
+                        ),
+                    ));
+                }
+                Some(file)
+            }
+        };
+        let store = Store::open_with_model(store_bytes, model.as_ref().map(|m| m.model.clone()))
+            .map_err(zip_err)?;
         let misaligned = |i: usize| {
             corrupt(
                 at(i),
@@ -235,6 +290,7 @@ impl Segment {
             path: path.to_path_buf(),
             obsolete: AtomicBool::new(false),
             fs: None,
+            model,
             map,
         })
     }
@@ -261,6 +317,26 @@ impl Segment {
 
     pub(crate) fn trie(&self) -> &Trie<'_> {
         &self.trie
+    }
+
+    /// The shared model its values are encoded with, if any.
+    pub(crate) fn model(&self) -> Option<&Arc<ModelFile>> {
+        self.model.as_ref()
+    }
+
+    /// Record `r`'s stored bytes, when they can be copied into a store
+    /// encoded with `model` without decoding.
+    pub(crate) fn encoded(
+        &self,
+        r: u64,
+        model: pith_zip::ModelRef,
+    ) -> Result<Option<pith_zip::Encoded<'_>>> {
+        if self.store.model().map(|m| m.reference()) != Some(model) {
+            return Ok(None);
+        }
+        self.store
+            .encoded(r)
+            .map_err(|e| Error::from_zip(&self.path, self.header.sections[format::STORE].offset, e))
     }
 
     /// Marks the file for removal once no reader holds the segment.
@@ -384,6 +460,7 @@ impl Segment {
             meta_bytes: s[format::TAGS].len + s[format::HISTORY].len + s[format::BLOOM].len,
             file_bytes: self.file_bytes,
             codec: self.store.codec().name().to_string(),
+            model: self.model.as_ref().map(|m| m.number),
             seq_range: (self.header.min_seq, self.header.max_seq),
         }
     }

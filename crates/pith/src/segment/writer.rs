@@ -18,6 +18,7 @@
 use std::cell::RefCell;
 use std::io::{BufWriter, Write};
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::dbformat::tag_seq;
 use crate::env::{Fs, WritableFile};
@@ -49,6 +50,15 @@ pub(crate) trait GroupSource {
     fn groups(&self) -> Box<dyn Iterator<Item = Result<Group>> + '_>;
     /// Replaces `out` with the value behind `v` (empty for a tombstone).
     fn value(&self, v: &ValueRef, out: &mut Vec<u8>) -> Result<()>;
+    /// The value behind `v` as stored, when it is encoded with `model` and
+    /// can be copied without decoding; `None` otherwise.
+    fn encoded(
+        &self,
+        _v: &ValueRef,
+        _model: pith_zip::ModelRef,
+    ) -> Result<Option<pith_zip::Encoded<'_>>> {
+        Ok(None)
+    }
 }
 
 /// Writes bytes, counting them and keeping a crc32c of the current section.
@@ -169,29 +179,41 @@ impl Iterator for Values<'_> {
     }
 }
 
-/// Builds segment `number` in `dir`; returns false (and leaves no file)
-/// when the source yields no versions. On error no file is left either.
+/// How a segment's values are encoded.
+#[derive(Clone, Copy)]
+pub(crate) struct ValueCoding<'a> {
+    /// Store options: the codec and its settings when there is no model;
+    /// checksums and parse depth always.
+    pub zip: &'a pith_zip::Options,
+    /// The shared model to encode with (one pass, no training, records
+    /// already encoded with it copied as they are).
+    pub model: Option<&'a Arc<pith_zip::Model>>,
+}
+
+/// Builds segment `number` in `dir`; returns what its record store build
+/// did, or `None` (and leaves no file) when the source yields no versions.
+/// On error no file is left either.
 pub(crate) fn write_segment(
     fs: &dyn Fs,
     dir: &Path,
     number: u64,
     source: &dyn GroupSource,
-    zip: &pith_zip::Options,
+    coding: ValueCoding<'_>,
     bloom_bits_per_key: u32,
-) -> Result<bool> {
+) -> Result<Option<pith_zip::BuildStats>> {
     let tmp = filename::path(dir, number, FileKind::Temp);
-    let result = build(fs, &tmp, source, zip, bloom_bits_per_key);
+    let result = build(fs, &tmp, source, coding, bloom_bits_per_key);
     match result {
-        Ok(true) => {
+        Ok(Some(stats)) => {
             let path = filename::path(dir, number, FileKind::Segment);
             fs.rename(&tmp, &path).map_err(|e| {
                 // Best effort, as below: the next open removes a leftover.
                 let _ = fs.remove(&tmp);
                 Error::io(&path, e)
             })?;
-            Ok(true)
+            Ok(Some(stats))
         }
-        Ok(false) => Ok(false),
+        Ok(None) => Ok(None),
         Err(e) => {
             // The partial file: NotFound when the failure came before it.
             let _ = fs.remove(&tmp);
@@ -200,15 +222,15 @@ pub(crate) fn write_segment(
     }
 }
 
-/// Writes and syncs the segment as `tmp`; false when there is nothing to
+/// Writes and syncs the segment as `tmp`; `None` when there is nothing to
 /// write (and no file).
 fn build(
     fs: &dyn Fs,
     tmp: &Path,
     source: &dyn GroupSource,
-    zip: &pith_zip::Options,
+    coding: ValueCoding<'_>,
     bloom_bits_per_key: u32,
-) -> Result<bool> {
+) -> Result<Option<pith_zip::BuildStats>> {
     // Pass 1: keys, tags, history groups, hashes.
     let mut trie = pith_trie::TrieBuilder::new();
     let mut tags: Vec<u64> = Vec::new();
@@ -239,7 +261,7 @@ fn build(
         }
     }
     if tags.is_empty() {
-        return Ok(false);
+        return Ok(None);
     }
     let keys = tags.len() as u64;
     tags.extend_from_slice(&hist_tags);
@@ -278,25 +300,32 @@ fn build(
     drop(trie_bytes);
 
     let at = w.begin();
-    let error = RefCell::new(None);
-    let values = |history: bool| {
-        let error = &error;
-        move || Values {
-            source,
-            groups: source.groups(),
-            history,
-            pending: Default::default(),
-            error,
-        }
-    };
-    let built = pith_zip::build(|| values(false)().chain(values(true)()), zip, &mut w);
-    if let Some(e) = error.into_inner() {
-        return Err(e);
-    }
-    let built = built.map_err(|e| match e {
+    let zip_error = |e| match e {
         pith_zip::Error::Io(source) => Error::io(tmp, source),
         other => Error::Internal(format!("segment build: record store: {other}")),
-    })?;
+    };
+    let built = match coding.model {
+        Some(model) => shared_store(source, model, coding.zip, &mut w, zip_error)?,
+        None => {
+            let error = RefCell::new(None);
+            let values = |history: bool| {
+                let error = &error;
+                move || Values {
+                    source,
+                    groups: source.groups(),
+                    history,
+                    pending: Default::default(),
+                    error,
+                }
+            };
+            let built =
+                pith_zip::build(|| values(false)().chain(values(true)()), coding.zip, &mut w);
+            if let Some(e) = error.into_inner() {
+                return Err(e);
+            }
+            built.map_err(zip_error)?
+        }
+    };
     if built.records != records {
         return Err(Error::Internal(format!(
             "segment build: the source yielded {} values for {records} versions",
@@ -318,5 +347,37 @@ fn build(
         .file;
     file.write_at(0, &header.encode()).map_err(io)?;
     file.sync().map_err(io)?;
-    Ok(true)
+    Ok(Some(built))
+}
+
+/// Writes the values of `source` as a store encoded with `model`, in one
+/// pass per phase (newest versions, then older ones): values already
+/// encoded with the model are copied as they are, the rest encoded.
+fn shared_store<W: Write>(
+    source: &dyn GroupSource,
+    model: &Arc<pith_zip::Model>,
+    zip: &pith_zip::Options,
+    out: W,
+    zip_error: impl Fn(pith_zip::Error) -> Error,
+) -> Result<pith_zip::BuildStats> {
+    let mut b = pith_zip::SharedBuilder::new(model.clone(), zip, out);
+    let wanted = model.reference();
+    let mut buf = Vec::new();
+    for history in [false, true] {
+        for g in source.groups() {
+            let g = g?;
+            let (newest, older) = g.versions.split_at(g.versions.len().min(1));
+            for (_, v) in if history { older } else { newest } {
+                let pushed = match source.encoded(v, wanted)? {
+                    Some(e) => b.push_encoded(&e),
+                    None => {
+                        source.value(v, &mut buf)?;
+                        b.push(&buf)
+                    }
+                };
+                pushed.map_err(&zip_error)?;
+            }
+        }
+    }
+    b.finish().map_err(zip_error)
 }
