@@ -32,3 +32,50 @@ fn plain_store_matches_docs() {
         assert_eq!(out, *r);
     }
 }
+
+/// The model every shared-model example uses: trained on no records, so
+/// it is small and the same on every machine.
+fn empty_model() -> (crate::Model, Vec<u8>) {
+    crate::Model::train(7, &[] as &[&[u8]], u64::MAX, &Options::default()).expect("train")
+}
+
+#[test]
+fn model_file_header_matches_docs() {
+    let (_, file) = empty_model();
+    let header = &file[..crate::MODEL_HEADER_BYTES];
+    assert_eq!(
+        header,
+        golden("golden-model-v1-header"),
+        "docs drifted; the trainer writes:\n{}",
+        pith_enc::golden::hex(header)
+    );
+    crate::Model::open(&file).expect("the documented model opens");
+}
+
+#[test]
+fn shared_store_matches_docs() {
+    let (model, _) = empty_model();
+    let model = std::sync::Arc::new(model);
+    let records: [&[u8]; 3] = [b"red", b"", b"yellow"];
+    let mut bytes = Vec::new();
+    let mut b = crate::SharedBuilder::new(model.clone(), &Options::default(), &mut bytes);
+    for r in records {
+        b.push(r).expect("push");
+    }
+    b.finish().expect("finish");
+    assert_eq!(
+        bytes,
+        golden("golden-zip-shared-v1"),
+        "docs drifted; the builder writes:\n{}",
+        pith_enc::golden::hex(&bytes)
+    );
+    let mut aligned = vec![0u64; bytes.len().div_ceil(8)];
+    bytemuck::cast_slice_mut::<u64, u8>(&mut aligned)[..bytes.len()].copy_from_slice(&bytes);
+    let view = &bytemuck::cast_slice::<u64, u8>(&aligned)[..bytes.len()];
+    let store = Store::open_with_model(view, Some(model)).expect("open");
+    let mut out = Vec::new();
+    for (id, r) in records.iter().enumerate() {
+        store.get(id as u64, &mut out).expect("get");
+        assert_eq!(out, *r);
+    }
+}
