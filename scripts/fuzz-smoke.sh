@@ -24,9 +24,13 @@ done
 db=$(mktemp -d)
 cargo run -q --release -p pith-cli -- load --db "$db/db" --limit 300 data/debian-sample.jsonl.zst
 cargo run -q --release -p pith-cli -- put --db "$db/db" fuzz-seed "a value in the log"
-mkdir -p fuzz/corpus/segment_open fuzz/corpus/segment_structure fuzz/corpus/wal_replay fuzz/corpus/manifest_decode
-for f in "$db"/db/*.seg; do cp "$f" fuzz/corpus/segment_open/; cp "$f" fuzz/corpus/segment_structure/; done
+mkdir -p fuzz/corpus/segment_open fuzz/corpus/segment_structure fuzz/corpus/wal_replay fuzz/corpus/manifest_decode fuzz/corpus/model_open
+# A segment with a codec of its own too: one encoded with a shared model
+# cannot open without its model, so the fuzzer would stop at its store.
+cargo run -q --release -p pith-cli -- load --db "$db/own" --limit 300 --no-shared-model data/debian-sample.jsonl.zst
+for f in "$db"/db/*.seg "$db"/own/*.seg; do cp "$f" fuzz/corpus/segment_open/; cp "$f" fuzz/corpus/segment_structure/; done
 for f in "$db"/db/*.wal; do cp "$f" fuzz/corpus/wal_replay/; done
+for f in "$db"/db/*.model; do cp "$f" fuzz/corpus/model_open/; done
 cp "$db/db/MANIFEST" fuzz/corpus/manifest_decode/
 rm -rf "$db"
 cd fuzz

@@ -42,6 +42,11 @@ pub struct LoadArgs {
     /// Load only the first N records.
     #[arg(long)]
     limit: Option<usize>,
+    /// Give each new segment a codec and dictionary of its own instead of
+    /// encoding with the database's shared model (the format before shared
+    /// models; larger and slower to build, for comparison).
+    #[arg(long)]
+    no_shared_model: bool,
 }
 
 /// `pith scan`.
@@ -109,8 +114,13 @@ pub struct StatsArgs {
 }
 
 fn open(path: &Path, create: bool) -> Result<DB, CliError> {
+    open_with(path, create, true)
+}
+
+fn open_with(path: &Path, create: bool, shared_models: bool) -> Result<DB, CliError> {
     let options = Options {
         create_if_missing: create,
+        shared_models,
         ..Options::default()
     };
     let db = DB::open(path, options)?;
@@ -149,7 +159,7 @@ fn stdout_err(source: std::io::Error) -> CliError {
 
 /// `pith load`.
 pub fn load(args: &LoadArgs) -> Result<(), CliError> {
-    let db = open(&args.db.db, true)?;
+    let db = open_with(&args.db.db, true, !args.no_shared_model)?;
     let bar = ProgressBar::new_spinner();
     bar.set_style(
         ProgressStyle::with_template("{spinner} {elapsed} {human_pos} records  {msg}")
