@@ -64,6 +64,9 @@ pub struct Options {
     pub sample_bytes: usize,
     /// Store a crc32c of every decoded record after it; default true.
     pub record_checksums: bool,
+    /// Threads training a global-codec model may use (the calling one
+    /// included); default 1. The model does not depend on it.
+    pub threads: usize,
 }
 
 impl Default for Options {
@@ -77,6 +80,7 @@ impl Default for Options {
             global_depth: global::DEFAULT_DEPTH,
             sample_bytes: 16 << 20,
             record_checksums: true,
+            threads: 1,
         }
     }
 }
@@ -336,7 +340,12 @@ fn prepare(
         }
         Codec::Global => {
             let training = strided(held, TRAINING_BYTES);
-            let enc = global::Encoder::train(global_dict.to_vec(), &training, options.global_depth);
+            let enc = global::Encoder::train(
+                global_dict.to_vec(),
+                &training,
+                options.global_depth,
+                options.threads,
+            );
             let model = enc.model_bytes()?;
             Prepared::Global(Box::new(enc), model)
         }

@@ -103,8 +103,12 @@ impl Model {
         }
         let dict = strided(&material, cap).concat();
         let trained_from = records.iter().map(|r| r.len() as u64).sum();
-        let mut encoder =
-            global::Encoder::train(dict, &strided(&held, TRAINING_BYTES), options.global_depth);
+        let mut encoder = global::Encoder::train(
+            dict,
+            &strided(&held, TRAINING_BYTES),
+            options.global_depth,
+            options.threads,
+        );
         let (mut raw, mut encoded, mut out) = (0usize, 0usize, Vec::new());
         for r in strided(&held, TRIAL_BYTES) {
             out.clear();

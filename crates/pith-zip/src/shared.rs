@@ -121,6 +121,10 @@ impl Encoded<'_> {
 pub struct SharedBuilder<W: Write> {
     model: Arc<Model>,
     encoder: global::Encoder,
+    /// Encoders of the helper threads of [`SharedBuilder::push_many`],
+    /// made on first use.
+    helpers: Vec<global::Encoder>,
+    depth: usize,
     out: CountingWriter<W>,
     offsets: Vec<u64>,
     pool_crc: u32,
@@ -138,6 +142,8 @@ impl<W: Write> SharedBuilder<W> {
     pub fn new(model: Arc<Model>, options: &Options, out: W) -> Self {
         SharedBuilder {
             encoder: model.encoder(options.global_depth),
+            helpers: Vec::new(),
+            depth: options.global_depth,
             model,
             out: CountingWriter {
                 inner: out,
@@ -156,23 +162,89 @@ impl<W: Write> SharedBuilder<W> {
 
     /// Encodes and appends the next record.
     pub fn push(&mut self, record: &[u8]) -> Result<()> {
-        self.scratch.clear();
-        self.encoder.encode(record, &mut self.scratch);
-        let plain = self.scratch.len() >= record.len();
         self.buf.clear();
-        varint::put(
+        frame(
+            &mut self.encoder,
+            record,
+            self.checksums,
+            &mut self.scratch,
             &mut self.buf,
-            ((record.len() as u64) << 1) | u64::from(plain),
         );
-        self.buf
-            .extend_from_slice(if plain { record } else { &self.scratch });
-        if self.checksums {
-            le::put_u32(&mut self.buf, crc32c::crc32c(record));
-        }
         let buf = std::mem::take(&mut self.buf);
         let written = self.append(&buf, record.len() as u64);
         self.buf = buf;
         written
+    }
+
+    /// Encodes and appends `records` in order, splitting the encoding
+    /// across up to `threads` threads (the calling one included) in
+    /// contiguous parts of about equal bytes. The output is the same bytes
+    /// as pushing them one by one.
+    pub fn push_many<R: AsRef<[u8]> + Sync>(
+        &mut self,
+        records: &[R],
+        threads: usize,
+    ) -> Result<()> {
+        let total: usize = records.iter().map(|r| r.as_ref().len()).sum();
+        // Below this a thread costs more than it saves.
+        const MIN_PART: usize = 64 << 10;
+        let parts = threads
+            .clamp(1, (total / MIN_PART).max(1))
+            .min(records.len().max(1));
+        if parts <= 1 {
+            for r in records {
+                self.push(r.as_ref())?;
+            }
+            return Ok(());
+        }
+        while self.helpers.len() < parts - 1 {
+            self.helpers.push(self.model.encoder(self.depth));
+        }
+        // Part k starts at the first record at or past k / parts of the
+        // bytes.
+        let mut cuts = vec![0usize];
+        let mut seen = 0usize;
+        for (i, r) in records.iter().enumerate() {
+            if cuts.len() < parts && i > 0 && seen * parts >= total * cuts.len() {
+                cuts.push(i);
+            }
+            seen += r.as_ref().len();
+        }
+        cuts.push(records.len());
+        let checksums = self.checksums;
+        let encode_part = |encoder: &mut global::Encoder, part: &[R]| {
+            let (mut out, mut ends, mut scratch) = (Vec::new(), Vec::new(), Vec::new());
+            for r in part {
+                frame(encoder, r.as_ref(), checksums, &mut scratch, &mut out);
+                ends.push(out.len());
+            }
+            (out, ends)
+        };
+        let ranges: Vec<&[R]> = cuts.windows(2).map(|w| &records[w[0]..w[1]]).collect();
+        let (encoder, helpers) = (&mut self.encoder, &mut self.helpers);
+        let encoded: Vec<(Vec<u8>, Vec<usize>)> = std::thread::scope(|scope| {
+            let handles: Vec<_> = ranges[1..]
+                .iter()
+                .zip(helpers.iter_mut())
+                .map(|(part, enc)| scope.spawn(move || encode_part(enc, part)))
+                .collect();
+            let mut all = vec![encode_part(encoder, ranges[0])];
+            for h in handles {
+                match h.join() {
+                    Ok(done) => all.push(done),
+                    Err(panic) => std::panic::resume_unwind(panic),
+                }
+            }
+            all
+        });
+        for ((out, ends), part) in encoded.iter().zip(&ranges) {
+            let mut start = 0;
+            for (&end, r) in ends.iter().zip(part.iter()) {
+                self.append(&out[start..end], r.as_ref().len() as u64)?;
+                start = end;
+            }
+        }
+        Ok(())
     }
 
     /// Appends a record taken from another store as it is stored, without
@@ -228,6 +300,25 @@ impl<W: Write> SharedBuilder<W> {
             },
         )?;
         Ok(BuildStats { copied, ..stats })
+    }
+}
+
+/// Appends `record` to `out` as a store keeps it: header, payload (the
+/// encoding, or the record when that is no smaller), checksum.
+fn frame(
+    encoder: &mut global::Encoder,
+    record: &[u8],
+    checksums: bool,
+    scratch: &mut Vec<u8>,
+    out: &mut Vec<u8>,
+) {
+    scratch.clear();
+    encoder.encode(record, scratch);
+    let plain = scratch.len() >= record.len();
+    varint::put(out, ((record.len() as u64) << 1) | u64::from(plain));
+    out.extend_from_slice(if plain { record } else { scratch });
+    if checksums {
+        le::put_u32(out, crc32c::crc32c(record));
     }
 }
 

@@ -153,6 +153,24 @@ fn records_copied_without_decoding_read_back_and_keep_their_checksums() {
 }
 
 #[test]
+fn encoding_on_several_threads_writes_the_same_bytes() {
+    let (m, _) = model(1, &packages(300, 0));
+    let records = packages(3000, 8);
+    let one = build(&m, &records);
+    for threads in [1, 2, 3, 8] {
+        let mut out = Vec::new();
+        let mut b = SharedBuilder::new(m.clone(), &Options::default(), &mut out);
+        // Mixed: a batch, one record alone, another batch, an empty batch.
+        b.push_many(&records[..1700], threads).expect("batch");
+        b.push(&records[1700]).expect("one");
+        b.push_many(&records[1701..], threads).expect("batch");
+        b.push_many(&[] as &[Vec<u8>], threads).expect("empty");
+        b.finish().expect("finish");
+        assert_eq!(out, one, "{threads} threads");
+    }
+}
+
+#[test]
 fn incompressible_records_cost_their_size_plus_a_few_bytes() {
     let (m, _) = model(3, &packages(300, 0));
     let mut x = 0x9E37_79B9_7F4A_7C15u64;

@@ -245,6 +245,7 @@ impl Inner {
         let coding = ValueCoding {
             zip: &zip,
             model: model.map(|m| &m.model),
+            threads: self.options.background_threads,
         };
         let Some(built) = write_segment(
             fs,

@@ -135,6 +135,7 @@ fn segment_matches_docs() {
     let coding = crate::segment::writer::ValueCoding {
         zip: &zip,
         model: None,
+        threads: 1,
     };
     let written =
         crate::segment::writer::write_segment(&fs, dir, 1, &TwoKeys, coding, 10).expect("write");

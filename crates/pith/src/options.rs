@@ -45,6 +45,9 @@ pub struct Options {
     /// shared model, and for training shared models (sample size,
     /// dictionary size, parse depth). Default: pith-zip's defaults.
     pub merge_zip: pith_zip::Options,
+    /// Threads one segment build encodes values (or trains a model) with,
+    /// the background thread included; default: the number of cores.
+    pub background_threads: usize,
     /// Bits per key of each segment's Bloom filter (0: none); default 10,
     /// about 1% false positives.
     pub bloom_bits_per_key: u32,
@@ -72,9 +75,10 @@ impl Options {
             || self.merge_trigger == 0
             || self.max_merge_width < 2
             || self.stall_segments <= self.merge_trigger
+            || self.background_threads == 0
         {
             return Err(crate::Error::InvalidArgument(
-                "memtable_bytes, max_frozen_memtables and merge_trigger must be positive, max_merge_width at least 2, stall_segments above merge_trigger".into(),
+                "memtable_bytes, max_frozen_memtables, merge_trigger and background_threads must be positive, max_merge_width at least 2, stall_segments above merge_trigger".into(),
             ));
         }
         Ok(())
@@ -83,6 +87,7 @@ impl Options {
     /// `zip` shrunk to fit [`Options::build_memory_bytes`].
     pub(crate) fn within_build_budget(&self, zip: &pith_zip::Options) -> pith_zip::Options {
         let mut zip = zip.clone();
+        zip.threads = self.background_threads;
         if let Some(budget) = self.build_memory_bytes {
             zip.sample_bytes = zip.sample_bytes.min(budget / 4).max(64 << 10);
             zip.global_dict_bytes = zip.global_dict_bytes.min(budget / 32).max(16 << 10);
@@ -110,6 +115,7 @@ impl Default for Options {
             shared_models: true,
             flush_zip,
             merge_zip: pith_zip::Options::default(),
+            background_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             bloom_bits_per_key: 10,
             bulk_chunk_bytes: 256 << 20,
             build_memory_bytes: None,

@@ -96,7 +96,7 @@ fn flushes_share_one_model_and_merges_copy_their_records() {
     let model = s.models[0].number;
     assert!(s.segments.iter().all(|x| x.model == Some(model)));
     assert_eq!(files(&fs, ".model").len(), 1);
-    let encoded = s.records_encoded;
+    let (copied, encoded) = (s.records_copied, s.records_encoded);
     db.compact().expect("compact");
     let s = db.stats().expect("stats");
     assert_eq!(s.segments.len(), 1);

@@ -87,6 +87,14 @@ impl Counts {
         Counts { tables }
     }
 
+    fn merge(&mut self, other: &Counts) {
+        for (mine, theirs) in self.tables.iter_mut().zip(&other.tables) {
+            for (a, b) in mine.iter_mut().zip(theirs) {
+                *a += b;
+            }
+        }
+    }
+
     fn add(&mut self, rec: &[u8], seqs: &[Seq]) {
         for s in seqs {
             for p in s.lit_start..s.lit_start + s.lit_len {
@@ -222,28 +230,62 @@ impl Encoder {
     /// statistics would see free copies). A first parse finds which
     /// dictionary bytes are referenced most; those are copied to the front
     /// of the dictionary, where positions are cheap. Two more rounds settle
-    /// the codes, each parsing with the prices of the round before.
-    pub(crate) fn train<R: AsRef<[u8]>>(material: Vec<u8>, training: &[R], depth: usize) -> Self {
+    /// the codes, each parsing with the prices of the round before. Each
+    /// round's parse is split across up to `threads` threads (counts add
+    /// up, so the result does not depend on the split).
+    pub(crate) fn train<R: AsRef<[u8]> + Sync>(
+        material: Vec<u8>,
+        training: &[R],
+        depth: usize,
+        threads: usize,
+    ) -> Self {
         let mut parser = Parser::new(material, depth);
         let mut prices = Prices::initial();
         let mut lengths = Counts::new().lengths();
-        let mut seqs = Vec::new();
+        let parts = threads.clamp(1, training.len().max(1));
+        let chunk = training.len().div_ceil(parts).max(1);
         for round in 0..3 {
+            let index = parser.index().clone();
+            let prices_now = &prices;
+            // Per part: symbol counts, and in round 0 the dictionary spans
+            // copied (to find the hot bytes).
+            let parse_part = |part: &[R]| {
+                let mut p = Parser::over(index.clone(), depth);
+                let (mut counts, mut spans, mut seqs) = (Counts::new(), Vec::new(), Vec::new());
+                for r in part {
+                    seqs.clear();
+                    p.parse(r.as_ref(), prices_now, &mut seqs);
+                    counts.add(r.as_ref(), &seqs);
+                    if round == 0 {
+                        Parser::dict_spans(&seqs, |at, len| spans.push((at, len)));
+                    }
+                }
+                (counts, spans)
+            };
+            let results: Vec<(Counts, Vec<(u64, u64)>)> = std::thread::scope(|scope| {
+                let mut chunks = training.chunks(chunk);
+                let first = chunks.next().unwrap_or(&[]);
+                let handles: Vec<_> = chunks.map(|c| scope.spawn(move || parse_part(c))).collect();
+                let mut all = vec![parse_part(first)];
+                for h in handles {
+                    match h.join() {
+                        Ok(r) => all.push(r),
+                        Err(panic) => std::panic::resume_unwind(panic),
+                    }
+                }
+                all
+            });
             let mut counts = Counts::new();
             let mut coverage = if round == 0 {
                 vec![0i32; parser.dict().len() + 1]
             } else {
                 Vec::new()
             };
-            for r in training {
-                seqs.clear();
-                parser.parse(r.as_ref(), &prices, &mut seqs);
-                counts.add(r.as_ref(), &seqs);
-                if round == 0 {
-                    Parser::dict_spans(&seqs, |at, len| {
-                        coverage[at as usize] += 1;
-                        coverage[(at + len) as usize] -= 1;
-                    });
+            for (c, spans) in &results {
+                counts.merge(c);
+                for &(at, len) in spans {
+                    coverage[at as usize] += 1;
+                    coverage[(at + len) as usize] -= 1;
                 }
             }
             lengths = counts.lengths();
@@ -262,7 +304,7 @@ impl Encoder {
             prices,
             lengths,
             codes,
-            seqs,
+            seqs: Vec::new(),
         }
     }
 
@@ -450,7 +492,7 @@ mod tests {
     use super::*;
 
     fn roundtrip(dict: &[u8], training: &[&[u8]], records: &[&[u8]]) -> usize {
-        let mut enc = Encoder::train(dict.to_vec(), training, DEFAULT_DEPTH);
+        let mut enc = Encoder::train(dict.to_vec(), training, DEFAULT_DEPTH, 2);
         let model = enc.model_bytes().unwrap();
         let dec = Decoder::open(&model).unwrap();
         let mut total = 0;

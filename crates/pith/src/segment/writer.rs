@@ -188,6 +188,8 @@ pub(crate) struct ValueCoding<'a> {
     /// The shared model to encode with (one pass, no training, records
     /// already encoded with it copied as they are).
     pub model: Option<&'a Arc<pith_zip::Model>>,
+    /// Threads encoding with the model (the building thread included).
+    pub threads: usize,
 }
 
 /// Builds segment `number` in `dir`; returns what its record store build
@@ -305,7 +307,7 @@ fn build(
         other => Error::Internal(format!("segment build: record store: {other}")),
     };
     let built = match coding.model {
-        Some(model) => shared_store(source, model, coding.zip, &mut w, zip_error)?,
+        Some(model) => shared_store(source, model, &coding, &mut w, zip_error)?,
         None => {
             let error = RefCell::new(None);
             let values = |history: bool| {
@@ -350,34 +352,50 @@ fn build(
     Ok(Some(built))
 }
 
+/// Raw bytes of values encoded together, per encoding thread.
+const BATCH_BYTES: usize = 2 << 20;
+
 /// Writes the values of `source` as a store encoded with `model`, in one
 /// pass per phase (newest versions, then older ones): values already
-/// encoded with the model are copied as they are, the rest encoded.
+/// encoded with the model are copied as they are, the rest encoded in
+/// batches split across `coding.threads` threads.
 fn shared_store<W: Write>(
     source: &dyn GroupSource,
     model: &Arc<pith_zip::Model>,
-    zip: &pith_zip::Options,
+    coding: &ValueCoding<'_>,
     out: W,
     zip_error: impl Fn(pith_zip::Error) -> Error,
 ) -> Result<pith_zip::BuildStats> {
-    let mut b = pith_zip::SharedBuilder::new(model.clone(), zip, out);
+    let threads = coding.threads.max(1);
+    let mut b = pith_zip::SharedBuilder::new(model.clone(), coding.zip, out);
     let wanted = model.reference();
-    let mut buf = Vec::new();
+    let mut batch: Vec<Vec<u8>> = Vec::new();
+    let mut batch_bytes = 0usize;
     for history in [false, true] {
         for g in source.groups() {
             let g = g?;
             let (newest, older) = g.versions.split_at(g.versions.len().min(1));
             for (_, v) in if history { older } else { newest } {
-                let pushed = match source.encoded(v, wanted)? {
-                    Some(e) => b.push_encoded(&e),
-                    None => {
-                        source.value(v, &mut buf)?;
-                        b.push(&buf)
-                    }
-                };
-                pushed.map_err(&zip_error)?;
+                if let Some(e) = source.encoded(v, wanted)? {
+                    // In order: what was batched before goes first.
+                    b.push_many(&batch, threads).map_err(&zip_error)?;
+                    batch.clear();
+                    batch_bytes = 0;
+                    b.push_encoded(&e).map_err(&zip_error)?;
+                    continue;
+                }
+                let mut value = Vec::new();
+                source.value(v, &mut value)?;
+                batch_bytes += value.len();
+                batch.push(value);
+                if batch_bytes >= BATCH_BYTES * threads {
+                    b.push_many(&batch, threads).map_err(&zip_error)?;
+                    batch.clear();
+                    batch_bytes = 0;
+                }
             }
         }
     }
+    b.push_many(&batch, threads).map_err(&zip_error)?;
     b.finish().map_err(zip_error)
 }
