@@ -1,9 +1,15 @@
-//! The background thread: builds frozen memtables into segments, then
-//! merges segments.
+//! The background threads: one builds frozen memtables into segments
+//! (flushes), the other merges segments, so a flush never waits behind a
+//! long merge (writers stall on frozen memtables only while flushing is
+//! behind, not while a merge runs).
 //!
-//! One thread does both, flushes first, so the manifest has one writer
-//! besides bulk loads (which exclude flushes by waiting for them) and the
-//! segment list changes in one place.
+//! Both change the segment list only through `Inner::apply`, which
+//! serializes edits under the manifest lock. A flush appends its segment
+//! after every other; a merge replaces a window of adjacent segments,
+//! which stays adjacent while flushes (and bulk loads) append behind it,
+//! so the window a merge picked is still the one it replaces. Only the
+//! merge thread merges, so windows never overlap. Bulk loads exclude
+//! flushes by waiting for them while holding the writer role.
 //!
 //! # Merge policy
 //!
@@ -65,7 +71,16 @@ pub(crate) fn merge_due(st: &State, o: &Options) -> Option<Range<usize>> {
     pick_merge(&sizes, o.merge_trigger, o.max_merge_width)
 }
 
-fn next_job(inner: &Inner) -> Option<Job> {
+/// Which jobs a background thread takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Role {
+    /// Frozen memtables, oldest first.
+    Flush,
+    /// Merges and full compactions.
+    Merge,
+}
+
+fn next_job(inner: &Inner, role: Role) -> Option<Job> {
     let mut bg = lock(&inner.bg);
     loop {
         if bg.shutdown {
@@ -73,10 +88,11 @@ fn next_job(inner: &Inner) -> Option<Job> {
         }
         if bg.error.is_none() {
             let st = inner.current();
-            if let Some(m) = st.frozen.first() {
-                return Some(Job::Flush(m.clone()));
-            }
-            if bg.compactions_requested > bg.compactions_done {
+            if role == Role::Flush {
+                if let Some(m) = st.frozen.first() {
+                    return Some(Job::Flush(m.clone()));
+                }
+            } else if bg.compactions_requested > bg.compactions_done {
                 if st.segments.is_empty() {
                     bg.compactions_done = bg.compactions_requested;
                     inner.bg_cv.notify_all();
@@ -86,8 +102,7 @@ fn next_job(inner: &Inner) -> Option<Job> {
                     0..st.segments.len(),
                     Some(bg.compactions_requested),
                 ));
-            }
-            if let Some(w) = merge_due(&st, &inner.options) {
+            } else if let Some(w) = merge_due(&st, &inner.options) {
                 return Some(Job::Merge(w, None));
             }
         }
@@ -95,9 +110,9 @@ fn next_job(inner: &Inner) -> Option<Job> {
     }
 }
 
-/// The thread's body; returns at shutdown.
-pub(crate) fn run(inner: &Inner) {
-    while let Some(job) = next_job(inner) {
+/// A background thread's body; returns at shutdown.
+pub(crate) fn run(inner: &Inner, role: Role) {
+    while let Some(job) = next_job(inner, role) {
         let result = std::panic::catch_unwind(AssertUnwindSafe(|| match job {
             Job::Flush(mem) => flush(inner, &mem),
             Job::Merge(window, full) => merge(inner, window).map(|()| {

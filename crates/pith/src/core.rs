@@ -107,7 +107,7 @@ pub(crate) struct Inner {
     pub dir: PathBuf,
     pub options: Options,
     pub fs: Arc<dyn Fs>,
-    /// Opened read-only: no writes, no background thread.
+    /// Opened read-only: no writes, no background threads.
     pub read_only: bool,
     pub state: RwLock<Arc<State>>,
     pub last_seq: AtomicU64,

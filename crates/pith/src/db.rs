@@ -12,7 +12,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use crate::background;
+use crate::background::{self, Role};
 use crate::batch::WriteBatch;
 use crate::bulk::{self, BulkStats};
 use crate::core::{lock, Inner, State};
@@ -29,7 +29,8 @@ use crate::wal;
 /// An embedded PithDB database. See the crate documentation.
 pub struct DB {
     pub(crate) inner: Arc<Inner>,
-    background: Mutex<Option<JoinHandle<()>>>,
+    /// The flush and merge threads.
+    background: Mutex<Vec<JoinHandle<()>>>,
     recovery: RecoveryReport,
 }
 
@@ -167,33 +168,37 @@ fn iter_in(st: &State, snap: u64) -> DbIterator {
 
 impl DB {
     /// Opens (or creates) the database in directory `path`, replaying its
-    /// write-ahead logs into memory; the background thread builds them
+    /// write-ahead logs into memory; the flush thread builds them
     /// into a segment. Creating a database needs an empty (or missing)
     /// directory.
     pub fn open(path: impl AsRef<Path>, options: Options) -> Result<DB> {
         let (inner, recovery) = recovery::open(path.as_ref(), options, false)?;
-        let worker = inner.clone();
-        let handle = std::thread::Builder::new()
-            .name("pith-background".into())
-            .spawn(move || background::run(&worker))
-            .map_err(|e| Error::io(path.as_ref(), e))?;
-        Ok(DB {
+        let db = DB {
             inner,
-            background: Mutex::new(Some(handle)),
+            background: Mutex::new(Vec::new()),
             recovery,
-        })
+        };
+        for (name, role) in [("pith-flush", Role::Flush), ("pith-merge", Role::Merge)] {
+            let worker = db.inner.clone();
+            let handle = std::thread::Builder::new()
+                .name(name.into())
+                .spawn(move || background::run(&worker, role))
+                .map_err(|e| Error::io(path.as_ref(), e))?;
+            lock(&db.background).push(handle);
+        }
+        Ok(db)
     }
 
     /// Opens an existing database for reading only: a shared lock (other
     /// read-only handles may open it too, a writer may not), logs replayed
-    /// into memory, nothing on disk changed, no background thread. Works on
+    /// into memory, nothing on disk changed, no background threads. Works on
     /// a read-only file system. Writes, `flush` and `compact` return
     /// [`Error::ReadOnly`].
     pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<DB> {
         let (inner, recovery) = recovery::open(path.as_ref(), options, true)?;
         Ok(DB {
             inner,
-            background: Mutex::new(None),
+            background: Mutex::new(Vec::new()),
             recovery,
         })
     }
@@ -507,8 +512,8 @@ impl DB {
             bg.shutdown = true;
             self.inner.bg_cv.notify_all();
         }
-        if let Some(h) = lock(&self.background).take() {
-            // The thread catches a job's panic itself; a join error would be
+        for h in std::mem::take(&mut *lock(&self.background)) {
+            // A thread catches a job's panic itself; a join error would be
             // a panic outside a job, already reflected in no more progress.
             let _ = h.join();
         }

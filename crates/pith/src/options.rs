@@ -46,7 +46,7 @@ pub struct Options {
     /// dictionary size, parse depth). Default: pith-zip's defaults.
     pub merge_zip: pith_zip::Options,
     /// Threads one segment build encodes values (or trains a model) with,
-    /// the background thread included; default: the number of cores.
+    /// the building thread included; default: the number of cores.
     pub background_threads: usize,
     /// Bits per key of each segment's Bloom filter (0: none); default 10,
     /// about 1% false positives.
