@@ -26,10 +26,12 @@
 //! Invariants of an opened `Model`: both checksums matched, the body is a
 //! valid model section (prefix codes, a dictionary that inflates to its
 //! stated size), and `fingerprint` is the crc32c of that body. The
-//! matcher's index (about five bytes per dictionary byte plus 16 MiB) is
-//! built on the first encode and kept: a model only read never pays it.
+//! matcher's index (about five bytes per dictionary byte plus up to
+//! 16 MiB of chain heads) is built when an encoder needs it and freed when
+//! the last encoder using it is dropped: an idle or read-only database
+//! holds only the dictionary and the decode tables.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, Weak};
 
 use pith_enc::le;
 
@@ -54,6 +56,17 @@ pub struct ModelRef {
     pub fingerprint: u32,
 }
 
+/// Keeps a model's matcher index alive ([`Model::hold_index`]).
+pub struct IndexHold {
+    _index: Arc<DictIndex>,
+}
+
+impl std::fmt::Debug for IndexHold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("IndexHold")
+    }
+}
+
 /// A trained model of the global codec, shared by the stores encoded with
 /// it. `Send + Sync`; wrap it in an `Arc` to share.
 pub struct Model {
@@ -64,7 +77,8 @@ pub struct Model {
     literal_price: f32,
     lengths: Vec<Vec<u8>>,
     decoder: global::Decoder,
-    index: OnceLock<Arc<DictIndex>>,
+    /// The matcher's index while some encoder holds it.
+    index: Mutex<Weak<DictIndex>>,
 }
 
 impl std::fmt::Debug for Model {
@@ -122,8 +136,9 @@ impl Model {
             raw as f32 / encoded as f32
         };
         let body = encoder.model_bytes()?;
-        let index = encoder.index().clone();
-        let decoder = global::Decoder::from_parts(index.dict().to_vec(), encoder.lengths())?;
+        let index = Arc::downgrade(encoder.index());
+        let decoder =
+            global::Decoder::from_parts(encoder.index().dict().to_vec(), encoder.lengths())?;
         let model = Model {
             id,
             fingerprint: crc32c::crc32c(&body),
@@ -132,7 +147,7 @@ impl Model {
             literal_price: encoder.literal_price(),
             lengths: encoder.lengths().to_vec(),
             decoder,
-            index: OnceLock::from(index),
+            index: Mutex::new(index),
         };
         let bytes = model.file_bytes(&body);
         Ok((model, bytes))
@@ -229,7 +244,7 @@ impl Model {
             literal_price,
             lengths,
             decoder,
-            index: OnceLock::new(),
+            index: Mutex::new(Weak::new()),
         })
     }
 
@@ -262,11 +277,18 @@ impl Model {
     }
 
     /// Memory the model holds: dictionary and decode tables, plus the
-    /// matcher's index once something was encoded with it.
+    /// matcher's index while an encoder uses it.
     pub fn heap_bytes(&self) -> usize {
         self.decoder.dict_len()
             + global::TABLE_BYTES
-            + self.index.get().map_or(0, |i| i.heap_bytes())
+            + self.live_index().map_or(0, |i| i.heap_bytes())
+    }
+
+    fn live_index(&self) -> Option<Arc<DictIndex>> {
+        self.index
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .upgrade()
     }
 
     /// Raw over encoded bytes of `records` with this model (plain records
@@ -288,17 +310,37 @@ impl Model {
         }
     }
 
-    /// An encoder (one per thread) parsing with chains `depth` deep.
+    /// Keeps the matcher's index (building it if needed) for as long as
+    /// the returned value lives, so encoders made meanwhile do not build
+    /// it again.
+    pub fn hold_index(&self) -> IndexHold {
+        IndexHold {
+            _index: self.index(),
+        }
+    }
+
+    /// An encoder (one per thread) parsing with chains `depth` deep. The
+    /// first one builds the matcher's index; the others share it.
     pub(crate) fn encoder(&self, depth: usize) -> global::Encoder {
-        let index = self
-            .index
-            .get_or_init(|| Arc::new(DictIndex::new(self.decoder.dict().to_vec())));
         global::Encoder::for_model(
-            index.clone(),
+            self.index(),
             self.lengths.clone(),
             self.literal_price,
             depth,
         )
+    }
+
+    /// The matcher's index, built when nothing holds it.
+    fn index(&self) -> Arc<DictIndex> {
+        let mut slot = self.index.lock().unwrap_or_else(|p| p.into_inner());
+        match slot.upgrade() {
+            Some(index) => index,
+            None => {
+                let index = Arc::new(DictIndex::new(self.decoder.dict().to_vec()));
+                *slot = Arc::downgrade(&index);
+                index
+            }
+        }
     }
 
     pub(crate) fn decoder(&self) -> &global::Decoder {

@@ -54,6 +54,9 @@ pub(crate) struct Coding {
     /// Set when `model` was trained just now: the edit installing the
     /// segment makes it current.
     pub trained: bool,
+    /// The model's matcher index, built once for the drift check and the
+    /// build that follows.
+    pub _index: Option<pith_zip::IndexHold>,
 }
 
 /// Why a model is trained.
@@ -72,10 +75,12 @@ pub(crate) fn coding_for(inner: &Inner, source: &dyn GroupSource) -> Result<Codi
         return Ok(Coding {
             model: None,
             trained: false,
+            _index: None,
         });
     }
     let zip = inner.options.within_build_budget(&inner.options.merge_zip);
     let (sample, data_bytes) = sample_values(source, zip.sample_bytes)?;
+    let hold = current.as_ref().map(|m| m.model.hold_index());
     let reason = match &current {
         None if sample.bytes() >= MIN_TRAINING_BYTES => Some(Reason::NoneYet),
         None => None,
@@ -95,14 +100,17 @@ pub(crate) fn coding_for(inner: &Inner, source: &dyn GroupSource) -> Result<Codi
         return Ok(Coding {
             model: current,
             trained: false,
+            _index: hold,
         });
     }
+    drop(hold);
     let number = inner.new_file_number();
     let (model, bytes) = pith_zip::Model::train(number, sample.records(), data_bytes, &zip)
         .map_err(|e| Error::Internal(format!("training a shared model: {e}")))?;
     drop(sample);
     let file = ModelFile::create(&inner.fs, &inner.dir, number, model, &bytes)?;
     Ok(Coding {
+        _index: Some(file.model.hold_index()),
         model: Some(file),
         trained: true,
     })
