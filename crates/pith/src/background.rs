@@ -87,23 +87,27 @@ fn next_job(inner: &Inner, role: Role) -> Option<Job> {
             return None;
         }
         if bg.error.is_none() {
-            let st = inner.current();
-            if role == Role::Flush {
-                if let Some(m) = st.frozen.first() {
-                    return Some(Job::Flush(m.clone()));
+            let job = inner.with_state(|st| match role {
+                Role::Flush => st.frozen.first().map(|m| Job::Flush(m.clone())),
+                Role::Merge if bg.compactions_requested > bg.compactions_done => {
+                    if st.segments.is_empty() {
+                        None
+                    } else {
+                        Some(Job::Merge(
+                            0..st.segments.len(),
+                            Some(bg.compactions_requested),
+                        ))
+                    }
                 }
-            } else if bg.compactions_requested > bg.compactions_done {
-                if st.segments.is_empty() {
-                    bg.compactions_done = bg.compactions_requested;
-                    inner.bg_cv.notify_all();
-                    continue;
-                }
-                return Some(Job::Merge(
-                    0..st.segments.len(),
-                    Some(bg.compactions_requested),
-                ));
-            } else if let Some(w) = merge_due(&st, &inner.options) {
-                return Some(Job::Merge(w, None));
+                Role::Merge => merge_due(st, &inner.options).map(|w| Job::Merge(w, None)),
+            });
+            if job.is_some() {
+                return job;
+            }
+            if role == Role::Merge && bg.compactions_requested > bg.compactions_done {
+                // Nothing to compact: the request is done.
+                bg.compactions_done = bg.compactions_requested;
+                inner.bg_cv.notify_all();
             }
         }
         bg = inner.bg_cv.wait(bg).unwrap_or_else(|p| p.into_inner());
@@ -177,12 +181,17 @@ fn merge(inner: &Inner, window: Range<usize>) -> Result<()> {
     let st = inner.current();
     let inputs: Vec<Arc<Segment>> = st.segments[window.clone()].to_vec();
     let bottommost = window.start == 0;
-    let source = MergeSource::new(inputs.clone(), inner.snapshot_list(), bottommost);
+    let replaces = inputs.iter().map(|s| s.number).collect();
+    let source = MergeSource::new(inputs, inner.snapshot_list(), bottommost);
     let model = st.model.clone();
+    drop(st);
     let output = inner.build_segment(&source, &inner.options.merge_zip, model.as_ref())?;
+    // The inputs are let go before the edit, so the edit's end (where the
+    // last reference to them usually goes) removes their files.
+    drop(source);
     inner.apply(Edit {
         added: output,
-        replaces: inputs.iter().map(|s| s.number).collect(),
+        replaces,
         ..Edit::default()
     })
 }

@@ -146,6 +146,16 @@ impl Inner {
         self.state.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// Runs `f` on the current state under the read lock, without taking a
+    /// reference to it: whoever holds the last reference to an old state
+    /// drops it (and removes the files it made obsolete), and a thread
+    /// that only looks must not be the one, or when files go would depend
+    /// on thread timing.
+    pub(crate) fn with_state<R>(&self, f: impl FnOnce(&State) -> R) -> R {
+        let guard = self.state.read().unwrap_or_else(|p| p.into_inner());
+        f(&guard)
+    }
+
     /// The state and the published sequence number, read under one lock so
     /// a bulk load (which changes both under the write lock) is seen whole.
     pub(crate) fn view(&self) -> (Arc<State>, u64) {
@@ -214,7 +224,7 @@ impl Inner {
     pub(crate) fn wait_for(&self, done: impl Fn(&State, &Bg) -> bool) -> Result<()> {
         let mut bg = lock(&self.bg);
         loop {
-            if done(&self.current(), &bg) {
+            if self.with_state(|st| done(st, &bg)) {
                 return Ok(());
             }
             if let Some(e) = &bg.error {
@@ -355,6 +365,12 @@ impl Inner {
         for model in known {
             model.set_obsolete(live_models.binary_search(&model.number).is_err());
         }
+        // These may be the last references to the old state and to the
+        // segments it replaced: then their obsolete files go now, before
+        // anyone waiting is told, so when they go does not depend on which
+        // thread runs first.
+        drop(edit);
+        drop(st);
         self.notify_bg();
         Ok(())
     }

@@ -136,8 +136,9 @@ fn an_io_error_at_every_call_loses_no_acknowledged_write() {
     let sites: BTreeSet<(CallKind, String)> = d.fault().recorded().iter().map(site).collect();
     let mut failed_sites = BTreeSet::new();
     // Runs whose call i was not the clean run's call i: none, under
-    // `deterministic_options` (the background thread works only while the
-    // caller waits), so "fail call i" means the same call in every run.
+    // `deterministic_options` (the background threads work only while the
+    // caller waits, and a job lets go of everything before it wakes the
+    // caller), so "fail call i" means the same call in every run.
     let mut reordered = 0u64;
     let mut errors = 0u64;
     for error in [Injected::Eio, Injected::NoSpace] {
