@@ -17,6 +17,20 @@
 //! arguments), which reads the keys, then enters the cgroup, so a limit
 //! too small for an engine ends that phase (reported as killed) and not
 //! the whole run, and each phase's peak RSS is its own.
+//!
+//! `readwhilewriting` (as RocksDB's db_bench) gets a phase of its own, on
+//! its own fresh copy of the settled database: `--threads` readers of
+//! random existing keys at full speed while one more thread overwrites
+//! random existing keys at full speed, one record per write, each key with
+//! its own value from the data set (so the data and its compressibility
+//! stay what was loaded; the records held for this are the first
+//! [`REWRITE_POOL_BYTES`] of the data set, so on larger sets the writer
+//! overwrites the keys of that prefix only). Its row's latency and QPS figures are the readers';
+//! `writer_rps`, `writer_ops`, `writer_p50_us` and `writer_p99_us` are the
+//! writer's; then the engine settles (full compaction, as after the fills:
+//! `settle_seconds`), and `db_bytes` is the settled size after, `write_amp`
+//! the bytes written to storage (run and settle) per key and value byte the
+//! writer wrote.
 
 mod charts;
 mod engine;
@@ -44,10 +58,11 @@ pub struct Args {
     #[arg(long, default_value = "data/debian-sample.jsonl.zst")]
     dataset: PathBuf,
     /// Workloads, comma-separated: fillseq, fillrandom, readrandom,
-    /// readmissing, mixed95, mixed99, scan, or all.
+    /// readmissing, mixed95, mixed99, scan, readwhilewriting, or all.
     #[arg(long, default_value = "all")]
     workloads: String,
-    /// Threads of the read and mixed workloads.
+    /// Threads of the read and mixed workloads; the reader threads of
+    /// readwhilewriting (which adds one writer thread).
     #[arg(long, default_value_t = 8)]
     threads: usize,
     /// Seconds per read workload.
@@ -134,20 +149,40 @@ fn io(path: &std::path::Path) -> impl Fn(std::io::Error) -> CliError + '_ {
     }
 }
 
-/// Shuffled distinct keys (for reads), a sample of values (for updates),
-/// and the raw size of the data set.
-type Loaded = (Vec<Vec<u8>>, Vec<Vec<u8>>, u64);
+/// Bytes of records (key and value) a `readwhilewriting` phase holds for
+/// its writer to rewrite.
+const REWRITE_POOL_BYTES: u64 = 64 << 20;
+
+/// What the benchmark keeps of the data set.
+struct Loaded {
+    /// Shuffled distinct keys (for reads).
+    keys: Vec<Vec<u8>>,
+    /// A sample of values (for the mixed workloads' updates).
+    values: Vec<Vec<u8>>,
+    /// Records of the data set as they are, up to [`REWRITE_POOL_BYTES`]
+    /// (for the writer of `readwhilewriting`; only in its read phase).
+    records: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Key and value bytes of the data set.
+    raw_bytes: u64,
+}
 
 /// One pass over the data set.
 fn load_keys(args: &Args) -> Result<Loaded, CliError> {
     let mut keys = Vec::new();
     let mut values = Vec::new();
-    let mut raw_bytes = 0u64;
+    let mut records = Vec::new();
+    let want_records = args.read_phase_db.is_some() && wants(args, READ_WHILE_WRITING);
+    let (mut raw_bytes, mut record_bytes) = (0u64, 0u64);
     for (i, r) in Records::open(&args.dataset)?.enumerate() {
         let (k, v) = r?;
-        raw_bytes += (k.len() + v.len()) as u64;
+        let bytes = (k.len() + v.len()) as u64;
+        raw_bytes += bytes;
         if i % 64 == 0 && values.len() < 2048 {
-            values.push(v);
+            values.push(v.clone());
+        }
+        if want_records && record_bytes + bytes <= REWRITE_POOL_BYTES {
+            record_bytes += bytes;
+            records.push((k.clone(), v));
         }
         keys.push(k);
     }
@@ -160,7 +195,12 @@ fn load_keys(args: &Args) -> Result<Loaded, CliError> {
         )));
     }
     keys.shuffle(&mut rand::rngs::StdRng::seed_from_u64(args.seed));
-    Ok((keys, values, raw_bytes))
+    Ok(Loaded {
+        keys,
+        values,
+        records,
+        raw_bytes,
+    })
 }
 
 fn budget(args: &Args) -> Budget {
@@ -174,6 +214,16 @@ fn budget(args: &Args) -> Budget {
     }
 }
 
+/// The workload that runs in a read phase of its own.
+const READ_WHILE_WRITING: &str = "readwhilewriting";
+
+/// Whether `--workloads` asks for `name`.
+fn wants(args: &Args, name: &str) -> bool {
+    args.workloads == "all" || args.workloads.split(',').any(|w| w.trim() == name)
+}
+
+/// The read workloads asked for that share one read phase (all but
+/// `readwhilewriting`), in the order they run.
 fn read_workloads(args: &Args) -> Vec<(&'static str, Read)> {
     [
         ("readrandom", Read::Random),
@@ -183,18 +233,13 @@ fn read_workloads(args: &Args) -> Vec<(&'static str, Read)> {
         ("scan", Read::Scan),
     ]
     .into_iter()
-    .filter(|(n, _)| args.workloads == "all" || args.workloads.split(',').any(|w| w.trim() == *n))
+    .filter(|(n, _)| wants(args, n))
     .collect()
 }
 
 /// The child side: evict, limit, open, run the read workloads, print rows.
-fn read_phase(
-    args: &Args,
-    dir: &std::path::Path,
-    keys: &[Vec<u8>],
-    values: &[Vec<u8>],
-    raw_bytes: u64,
-) -> Result<(), CliError> {
+fn read_phase(args: &Args, dir: &std::path::Path, data: &Loaded) -> Result<(), CliError> {
+    let (keys, values, raw_bytes) = (&data.keys, &data.values, data.raw_bytes);
     let name = args.engines.trim();
     sys::evict(dir);
     let limit = args.read_phase_limit;
@@ -253,9 +298,68 @@ fn read_phase(
         };
         println!("ROW {}", row.json(raw_bytes));
     }
+    if wants(args, READ_WHILE_WRITING) {
+        let row = read_while_writing(args, db.as_ref(), dir, data, effective)?;
+        println!("ROW {row}");
+    }
     drop(db);
     drop(guard);
     Ok(())
+}
+
+/// Runs `readwhilewriting` on the open database, then settles it; returns
+/// the row.
+fn read_while_writing(
+    args: &Args,
+    db: &dyn engine::Engine,
+    dir: &std::path::Path,
+    data: &Loaded,
+    mem_limit: u64,
+) -> Result<serde_json::Value, CliError> {
+    let name = args.engines.trim();
+    eprintln!(
+        "{name}: {READ_WHILE_WRITING}, {} reader threads and one writer",
+        args.threads
+    );
+    sys::reset_peak_rss();
+    let written = sys::write_bytes();
+    let run = workload::read_while_writing(
+        db,
+        &data.keys,
+        &data.records,
+        args.threads,
+        budget(args),
+        args.seed,
+    )?;
+    let t = std::time::Instant::now();
+    db.settle()?;
+    let settle_seconds = t.elapsed().as_secs_f64();
+    let write_amp =
+        sys::write_bytes().saturating_sub(written) as f64 / run.written_bytes.max(1) as f64;
+    let writer = &run.writer;
+    let us = |q: f64| writer.hist.value_at_quantile(q) as f64 / 1000.0;
+    let (writer_p50, writer_p99) = (us(0.5), us(0.99));
+    let writer_rps = writer.ops as f64 / writer.seconds.max(1e-9);
+    let writer_ops = writer.ops;
+    let row = Row {
+        engine: name.to_string(),
+        workload: READ_WHILE_WRITING.to_string(),
+        threads: args.threads,
+        outcome: run.readers,
+        db_bytes: sys::dir_bytes(dir),
+        write_amp: Some(write_amp),
+        peak_rss: sys::peak_rss_bytes(),
+        mem_limit,
+        cache_bytes: args.read_phase_cache,
+        settings: db.settings(),
+    };
+    let mut j = row.json(data.raw_bytes);
+    j["writer_ops"] = serde_json::json!(writer_ops);
+    j["writer_rps"] = serde_json::json!(writer_rps);
+    j["writer_p50_us"] = serde_json::json!(writer_p50);
+    j["writer_p99_us"] = serde_json::json!(writer_p99);
+    j["settle_seconds"] = serde_json::json!(settle_seconds);
+    Ok(j)
 }
 
 /// Runs the benchmark.
@@ -282,6 +386,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         "mixed95",
         "mixed99",
         "scan",
+        READ_WHILE_WRITING,
     ];
     let workloads: Vec<&str> = if args.workloads == "all" {
         all.to_vec()
@@ -300,10 +405,11 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         ));
     }
 
-    let (keys, values, raw_bytes) = load_keys(args)?;
+    let data = load_keys(args)?;
     if let Some(dir) = &args.read_phase_db {
-        return read_phase(args, dir, &keys, &values, raw_bytes);
+        return read_phase(args, dir, &data);
     }
+    let (keys, raw_bytes) = (&data.keys, data.raw_bytes);
     let limits: Vec<(String, u64)> = args
         .mem_limit
         .split(',')
@@ -356,9 +462,18 @@ fn run_engines(
                 .map(|&t| ("fillrandom", Order::Random, t)),
         );
     }
-    let reads = read_workloads(args);
-    // The read phase needs a loaded database even if no fill is reported.
-    if !reads.is_empty() && !fills.iter().any(|f| f.1 == Order::Random && f.2 == 1) {
+    let reads: Vec<&str> = read_workloads(args).into_iter().map(|r| r.0).collect();
+    // Each read phase: its workloads, comma-separated (a child process's
+    // --workloads). readwhilewriting has its own, on its own copy.
+    let mut phases = Vec::new();
+    if !reads.is_empty() {
+        phases.push(reads.join(","));
+    }
+    if wants(args, READ_WHILE_WRITING) {
+        phases.push(READ_WHILE_WRITING.to_string());
+    }
+    // The read phases need a loaded database even if no fill is reported.
+    if !phases.is_empty() && !fills.iter().any(|f| f.1 == Order::Random && f.2 == 1) {
         fills.push(("load", Order::Random, 1));
     }
     let unlimited_cache = raw_bytes.max(8 << 20);
@@ -413,12 +528,16 @@ fn run_engines(
             };
             // Each phase starts from a copy of the settled database: the
             // mixed workloads of one phase must not leave a log for the
-            // next phase to replay inside its memory limit.
-            let copy = base.join(format!("{name}-phase"));
-            copy_dir(&dir, &copy)?;
-            let phase = spawn_read_phase(args, name, &copy, *limit, cache, limit_name);
-            let _ = std::fs::remove_dir_all(&copy);
-            rows.extend(phase?);
+            // next phase to replay inside its memory limit, nor
+            // readwhilewriting start from their writes.
+            for workloads in &phases {
+                let copy = base.join(format!("{name}-phase"));
+                copy_dir(&dir, &copy)?;
+                let phase =
+                    spawn_read_phase(args, name, workloads, &copy, *limit, cache, limit_name);
+                let _ = std::fs::remove_dir_all(&copy);
+                rows.extend(phase?);
+            }
         }
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -439,10 +558,12 @@ fn copy_dir(from: &std::path::Path, to: &std::path::Path) -> Result<(), CliError
     Ok(())
 }
 
-/// Runs one read phase in a child process and collects its rows.
+/// Runs one read phase (`workloads`, comma-separated) in a child process
+/// and collects its rows.
 fn spawn_read_phase(
     args: &Args,
     name: &str,
+    workloads: &str,
     dir: &std::path::Path,
     limit: u64,
     cache: u64,
@@ -456,7 +577,7 @@ fn spawn_read_phase(
         "--engines",
         name,
         "--workloads",
-        &args.workloads,
+        workloads,
         "--threads",
         &args.threads.to_string(),
     ])
@@ -512,7 +633,7 @@ fn spawn_read_phase(
 
 fn report(args: &Args, rows: &[serde_json::Value], _raw_bytes: u64) -> Result<(), CliError> {
     println!(
-        "{:<13} {:<11} {:>3} {:>9} {:>11} {:>9} {:>9} {:>9} {:>10} {:>9} {:>6} {:>8}",
+        "{:<13} {:<16} {:>3} {:>9} {:>11} {:>9} {:>9} {:>9} {:>10} {:>9} {:>6} {:>8}",
         "engine",
         "workload",
         "thr",
@@ -533,7 +654,7 @@ fn report(args: &Args, rows: &[serde_json::Value], _raw_bytes: u64) -> Result<()
             continue;
         }
         println!(
-            "{:<13} {:<11} {:>3} {:>9.1} {:>11.0} {:>9.1} {:>9.1} {:>9.1} {:>10.1} {:>9.2} {:>6} {:>8.1}",
+            "{:<13} {:<16} {:>3} {:>9.1} {:>11.0} {:>9.1} {:>9.1} {:>9.1} {:>10.1} {:>9.2} {:>6} {:>8.1}",
             j["engine"].as_str().unwrap_or("?"),
             j["workload"].as_str().unwrap_or("?"),
             f("threads"),
@@ -547,9 +668,20 @@ fn report(args: &Args, rows: &[serde_json::Value], _raw_bytes: u64) -> Result<()
             j["write_amp"].as_f64().map_or("-".to_string(), |w| format!("{w:.2}")),
             f("peak_rss_bytes") / 1e6
         );
+        if let Some(writer) = j["writer_rps"].as_f64() {
+            println!(
+                "{:<13} {:<16} writer {writer:.0} records/s (p50 {:.1} us, p99 {:.1} us), then {:.2} s settling to {:.2} MB",
+                "",
+                "",
+                f("writer_p50_us"),
+                f("writer_p99_us"),
+                f("settle_seconds"),
+                f("db_bytes") / 1e6
+            );
+        }
         if let Some(sustained) = j["sustained_rps"].as_f64() {
             println!(
-                "{:<13} {:<11} sustained {sustained:.0} records/s (fill, then {:.2} s settling)",
+                "{:<13} {:<16} sustained {sustained:.0} records/s (fill, then {:.2} s settling)",
                 "",
                 "",
                 f("settle_seconds")
@@ -578,8 +710,16 @@ fn report(args: &Args, rows: &[serde_json::Value], _raw_bytes: u64) -> Result<()
                 .find(|p| engine(p) == peer && key(p) == key(r) && p["error"].is_null())
             {
                 let g = |x: &serde_json::Value, k: &str| x[k].as_f64().unwrap_or(0.0);
+                let writer = if r["writer_rps"].is_null() {
+                    String::new()
+                } else {
+                    format!(
+                        ", writer {:.2}x",
+                        g(r, "writer_rps") / g(p, "writer_rps").max(1e-9)
+                    )
+                };
                 println!(
-                    "  {:<11} {} thr, limit {:>6.1} MB: qps {:.2}x, p99 {:.2}x, size {:.2}x",
+                    "  {:<16} {} thr, limit {:>6.1} MB: qps {:.2}x, p99 {:.2}x, size {:.2}x{writer}",
                     r["workload"].as_str().unwrap_or("?"),
                     r["threads"],
                     g(r, "mem_limit_bytes") / 1e6,

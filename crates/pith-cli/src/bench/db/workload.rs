@@ -1,12 +1,15 @@
-//! The workloads: fills from a streamed data set, and timed read and mixed
-//! phases over the loaded keys.
+//! The workloads: fills from a streamed data set, timed read and mixed
+//! phases over the loaded keys, and `readwhilewriting` (readers at full
+//! speed beside one writer at full speed, as RocksDB's db_bench runs it).
 //!
 //! Every operation of a read phase is timed on its own (`Instant` around
 //! the call, ~20 ns) into a per-thread HDR histogram of nanoseconds; the
-//! histograms are merged at the end. Fills time each batch.
+//! histograms are merged at the end. Fills time each batch. Threads share
+//! only the engine (which is `Sync`), the read-only key and value lists
+//! and atomic counters; each keeps its own histogram.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
@@ -151,6 +154,113 @@ pub fn read(
     budget: Budget,
     seed: u64,
 ) -> Result<Outcome, CliError> {
+    readers(
+        engine,
+        keys,
+        values,
+        kind,
+        threads,
+        budget,
+        seed,
+        &AtomicBool::new(false),
+    )
+}
+
+/// Outcome of `readwhilewriting`.
+pub struct WhileWriting {
+    /// The readers' operations, wall seconds and per-read latencies.
+    pub readers: Outcome,
+    /// The writer's records (one per write), wall seconds and per-write
+    /// latencies.
+    pub writer: Outcome,
+    /// Key and value bytes the writer wrote.
+    pub written_bytes: u64,
+}
+
+/// `readwhilewriting`: `threads` threads read random `keys` (each read
+/// checked to find its key) until `budget` is spent, while one more thread
+/// rewrites random `records` (existing keys with their own values from the
+/// data set, so the data and its compressibility stay as loaded), one
+/// record per write, at full speed until the readers stop. The writer has
+/// no rate limit, as db_bench's `readwhilewriting` without
+/// `--benchmark_write_rate_limit`.
+pub fn read_while_writing(
+    engine: &dyn Engine,
+    keys: &[Vec<u8>],
+    records: &[(Vec<u8>, Vec<u8>)],
+    threads: usize,
+    budget: Budget,
+    seed: u64,
+) -> Result<WhileWriting, CliError> {
+    if records.is_empty() {
+        return Err(CliError::Usage(
+            "readwhilewriting needs records to rewrite; the data set gave none".into(),
+        ));
+    }
+    let stop = AtomicBool::new(false);
+    let started = Instant::now();
+    let (readers, writer) = std::thread::scope(|s| {
+        let stop = &stop;
+        let writer = s.spawn(move || {
+            let written = write_until(engine, records, seed, stop);
+            // A failed writer ends the readers too: the phase has failed.
+            stop.store(true, Ordering::Relaxed);
+            written
+        });
+        let readers = readers(engine, keys, &[], Read::Random, threads, budget, seed, stop);
+        stop.store(true, Ordering::Relaxed);
+        let writer = writer
+            .join()
+            .unwrap_or_else(|_| Err(CliError::Usage("the writer thread panicked".into())));
+        (readers, writer)
+    });
+    let (hist, ops, written_bytes) = writer?;
+    Ok(WhileWriting {
+        readers: readers?,
+        writer: Outcome {
+            ops,
+            seconds: started.elapsed().as_secs_f64(),
+            hist,
+        },
+        written_bytes,
+    })
+}
+
+/// The writer of [`read_while_writing`]: overwrites until `stop`; returns
+/// its latencies, records and bytes written.
+fn write_until(
+    engine: &dyn Engine,
+    records: &[(Vec<u8>, Vec<u8>)],
+    seed: u64,
+    stop: &AtomicBool,
+) -> Result<(Histogram<u64>, u64, u64), CliError> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed ^ 0x5752_4954_4552);
+    let mut h = histogram();
+    let (mut ops, mut bytes) = (0u64, 0u64);
+    while !stop.load(Ordering::Relaxed) {
+        let record = &records[rng.gen_range(0..records.len())];
+        bytes += (record.0.len() + record.1.len()) as u64;
+        let t = Instant::now();
+        engine.put_batch(std::slice::from_ref(record))?;
+        h.saturating_record(t.elapsed().as_nanos() as u64);
+        ops += 1;
+    }
+    Ok((h, ops, bytes))
+}
+
+/// The reader threads of [`read`] and [`read_while_writing`]: they stop
+/// when `budget` is spent or `stop` is set.
+#[allow(clippy::too_many_arguments)]
+fn readers(
+    engine: &dyn Engine,
+    keys: &[Vec<u8>],
+    values: &[Vec<u8>],
+    kind: Read,
+    threads: usize,
+    budget: Budget,
+    seed: u64,
+    stop: &AtomicBool,
+) -> Result<Outcome, CliError> {
     let done = AtomicU64::new(0);
     let started = Instant::now();
     let results: Vec<Result<(Histogram<u64>, u64), CliError>> = std::thread::scope(|s| {
@@ -167,12 +277,16 @@ pub fn read(
                     loop {
                         match budget {
                             Budget::Ops(n) => {
-                                if done.fetch_add(1, Ordering::Relaxed) >= n {
+                                if done.fetch_add(1, Ordering::Relaxed) >= n
+                                    || stop.load(Ordering::Relaxed)
+                                {
                                     break;
                                 }
                             }
                             Budget::Time(d) => {
-                                if mine % 64 == 0 && started.elapsed() >= d {
+                                if mine % 64 == 0
+                                    && (started.elapsed() >= d || stop.load(Ordering::Relaxed))
+                                {
                                     break;
                                 }
                             }
@@ -234,4 +348,57 @@ pub fn read(
         let _ = hist.add(h);
     }
     Ok(Outcome { ops, seconds, hist })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every read finds its key while the writer overwrites; the writer's
+    /// records land (values of the new lengths) and are counted.
+    #[test]
+    fn read_while_writing_reads_while_one_writer_overwrites() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = super::super::engine::open("pith", dir.path(), 8 << 20, 1 << 20, false).unwrap();
+        let keys: Vec<Vec<u8>> = (0..500u32)
+            .map(|i| format!("key{i:05}").into_bytes())
+            .collect();
+        let batch: Vec<(Vec<u8>, Vec<u8>)> = keys
+            .iter()
+            .map(|k| (k.clone(), b"original-value".to_vec()))
+            .collect();
+        db.put_batch(&batch).unwrap();
+        let values = vec![b"new".to_vec(), b"newer".to_vec()];
+        let records: Vec<(Vec<u8>, Vec<u8>)> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (k.clone(), values[i % 2].clone()))
+            .collect();
+
+        let plain = read(
+            db.as_ref(),
+            &keys,
+            &values,
+            Read::Random,
+            2,
+            Budget::Ops(1000),
+            7,
+        )
+        .unwrap();
+        assert_eq!(plain.ops, 1000);
+
+        let run =
+            read_while_writing(db.as_ref(), &keys, &records, 2, Budget::Ops(20_000), 7).unwrap();
+        assert_eq!(run.readers.ops, 20_000);
+        assert_eq!(run.readers.hist.len(), 20_000);
+        assert!(run.writer.ops > 0, "the writer wrote nothing");
+        assert_eq!(run.writer.hist.len(), run.writer.ops);
+        assert!(run.written_bytes >= run.writer.ops * (8 + 3));
+        let overwritten = keys
+            .iter()
+            .map(|k| db.get(k).unwrap().expect("every key stays present"))
+            .filter(|&len| len != b"original-value".len())
+            .count() as u64;
+        assert!(overwritten > 0 && overwritten <= run.writer.ops);
+    }
 }
