@@ -331,6 +331,13 @@ fn read_while_writing(
         budget(args),
         args.seed,
     )?;
+    // On stderr before the settle, so a phase killed while settling (a
+    // memory limit) still shows what the run measured.
+    eprintln!(
+        "{name}: {READ_WHILE_WRITING}: {:.0} reads/s, writer {:.0} records/s; settling",
+        run.readers.ops as f64 / run.readers.seconds.max(1e-9),
+        run.writer.ops as f64 / run.writer.seconds.max(1e-9)
+    );
     let t = std::time::Instant::now();
     db.settle()?;
     let settle_seconds = t.elapsed().as_secs_f64();
