@@ -257,8 +257,8 @@ impl<'a> Store<'a> {
         }
     }
 
-    /// Replaces `out` with record `id`, decoding only that record.
-    pub fn get(&self, id: u64, out: &mut Vec<u8>) -> Result<()> {
+    /// Where record `id` is stored: its pool offset and stored bytes.
+    fn extent(&self, id: u64) -> Result<(usize, &'a [u8])> {
         if id >= self.footer.records {
             return Err(Error::IdOutOfRange {
                 id,
@@ -270,7 +270,12 @@ impl<'a> Store<'a> {
             self.offsets.get(i) as usize,
             self.offsets.get(i + 1) as usize,
         );
-        let stored = &self.pool[a..b];
+        Ok((a, &self.pool[a..b]))
+    }
+
+    /// Replaces `out` with record `id`, decoding only that record.
+    pub fn get(&self, id: u64, out: &mut Vec<u8>) -> Result<()> {
+        let (a, stored) = self.extent(id)?;
         if let Decoder::Shared(model) = &self.decoder {
             return self.get_shared(model, id, a, stored, out);
         }
@@ -344,18 +349,7 @@ impl<'a> Store<'a> {
         let Decoder::Shared(model) = &self.decoder else {
             return Ok(None);
         };
-        if id >= self.footer.records {
-            return Err(Error::IdOutOfRange {
-                id,
-                len: self.footer.records,
-            });
-        }
-        let i = id as usize;
-        let (a, b) = (
-            self.offsets.get(i) as usize,
-            self.offsets.get(i + 1) as usize,
-        );
-        let bytes = &self.pool[a..b];
+        let (a, bytes) = self.extent(id)?;
         let checksummed = self.footer.flags & FLAG_RECORD_CRC != 0;
         let r = shared::unframe(bytes, checksummed, self.footer.max_record).map_err(|detail| {
             Error::Corrupt {

@@ -65,14 +65,24 @@ impl ModelFile {
             let _ = fs.remove(&path);
             return Err(e);
         }
-        Ok(Arc::new(ModelFile {
+        Ok(ModelFile::new(fs, number, path, model, bytes.len()))
+    }
+
+    fn new(
+        fs: &Arc<dyn Fs>,
+        number: u64,
+        path: PathBuf,
+        model: Model,
+        file_bytes: usize,
+    ) -> Arc<ModelFile> {
+        Arc::new(ModelFile {
             model: Arc::new(model),
             number,
             path,
-            file_bytes: bytes.len() as u64,
+            file_bytes: file_bytes as u64,
             obsolete: AtomicBool::new(false),
             fs: fs.clone(),
-        }))
+        })
     }
 
     /// Opens model file `number` in `dir`, checking its checksums and that
@@ -98,14 +108,7 @@ impl ModelFile {
                 format!("model file {number} holds model {}", model.id()),
             ));
         }
-        Ok(Arc::new(ModelFile {
-            model: Arc::new(model),
-            number,
-            path,
-            file_bytes: bytes.len() as u64,
-            obsolete: AtomicBool::new(false),
-            fs: fs.clone(),
-        }))
+        Ok(ModelFile::new(fs, number, path, model, bytes.len()))
     }
 
     pub(crate) fn path(&self) -> &Path {
