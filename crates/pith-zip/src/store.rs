@@ -324,6 +324,11 @@ impl<'a> Store<'a> {
             out.clear();
             out.extend_from_slice(r.payload);
         } else {
+            // The header says how long the record is: one allocation for
+            // records up to 1 MiB (a crafted header must not make a reader
+            // reserve more; the decoder checks the real length).
+            out.clear();
+            let _ = out.try_reserve(r.len.min(1 << 20) as usize);
             let decoded = model.decoder().decode(r.payload, r.len, out);
             decoded.map_err(|e| {
                 out.clear();
