@@ -64,6 +64,7 @@ mod model;
 mod offsets;
 mod shared;
 mod store;
+mod threads;
 mod zstd_codec;
 
 pub use builder::{build, build_to_vec, BuildStats, CodecChoice, Options, Sample};

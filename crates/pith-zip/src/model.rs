@@ -123,18 +123,7 @@ impl Model {
             options.global_depth,
             options.threads,
         );
-        let (mut raw, mut encoded, mut out) = (0usize, 0usize, Vec::new());
-        for r in strided(&held, TRIAL_BYTES) {
-            out.clear();
-            encoder.encode(r, &mut out);
-            raw += r.len();
-            encoded += out.len().min(r.len());
-        }
-        let ratio = if encoded == 0 {
-            1.0
-        } else {
-            raw as f32 / encoded as f32
-        };
+        let ratio = ratio_of(&mut encoder, &strided(&held, TRIAL_BYTES)).unwrap_or(1.0);
         let body = encoder.model_bytes()?;
         let index = Arc::downgrade(encoder.index());
         let decoder =
@@ -291,23 +280,13 @@ impl Model {
             .upgrade()
     }
 
-    /// Raw over encoded bytes of `records` with this model (plain records
-    /// counted at their size, as a store keeps them): compared with
-    /// [`Model::ratio`], it says whether data has drifted from the model.
-    pub fn ratio_on<R: AsRef<[u8]>>(&self, records: &[R], depth: usize) -> f32 {
-        let mut encoder = self.encoder(depth);
-        let (mut raw, mut encoded, mut out) = (0usize, 0usize, Vec::new());
-        for r in records {
-            out.clear();
-            encoder.encode(r.as_ref(), &mut out);
-            raw += r.as_ref().len();
-            encoded += out.len().min(r.as_ref().len());
-        }
-        if encoded == 0 {
-            self.ratio
-        } else {
-            raw as f32 / encoded as f32
-        }
+    /// Raw over encoded bytes of at most about `budget` bytes of `records`
+    /// (evenly strided) with this model, plain records counted at their
+    /// size as a store keeps them: compared with [`Model::ratio`], it says
+    /// whether data has drifted from the model.
+    pub fn ratio_on<R: AsRef<[u8]>>(&self, records: &[R], budget: usize, depth: usize) -> f32 {
+        let records: Vec<&[u8]> = records.iter().map(|r| r.as_ref()).collect();
+        ratio_of(&mut self.encoder(depth), &strided(&records, budget)).unwrap_or(self.ratio)
     }
 
     /// Keeps the matcher's index (building it if needed) for as long as
@@ -346,4 +325,18 @@ impl Model {
     pub(crate) fn decoder(&self) -> &global::Decoder {
         &self.decoder
     }
+}
+
+/// Raw over encoded bytes of `records` with `encoder`, a record the
+/// encoding does not shrink counted at its size (it is stored plain);
+/// `None` when there are no bytes to encode.
+fn ratio_of(encoder: &mut global::Encoder, records: &[&[u8]]) -> Option<f32> {
+    let (mut raw, mut encoded, mut out) = (0usize, 0usize, Vec::new());
+    for r in records {
+        out.clear();
+        encoder.encode(r, &mut out);
+        raw += r.len();
+        encoded += out.len().min(r.len());
+    }
+    (encoded > 0).then(|| raw as f32 / encoded as f32)
 }

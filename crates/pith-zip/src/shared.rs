@@ -25,6 +25,7 @@ use crate::error::{Error, Result};
 use crate::format::Codec;
 use crate::global;
 use crate::model::{Model, ModelRef};
+use crate::threads::on_threads;
 
 /// Bytes of the model-reference section.
 pub(crate) const REF_BYTES: usize = 16;
@@ -221,22 +222,9 @@ impl<W: Write> SharedBuilder<W> {
             (out, ends)
         };
         let ranges: Vec<&[R]> = cuts.windows(2).map(|w| &records[w[0]..w[1]]).collect();
-        let (encoder, helpers) = (&mut self.encoder, &mut self.helpers);
-        let encoded: Vec<(Vec<u8>, Vec<usize>)> = std::thread::scope(|scope| {
-            let handles: Vec<_> = ranges[1..]
-                .iter()
-                .zip(helpers.iter_mut())
-                .map(|(part, enc)| scope.spawn(move || encode_part(enc, part)))
-                .collect();
-            let mut all = vec![encode_part(encoder, ranges[0])];
-            for h in handles {
-                match h.join() {
-                    Ok(done) => all.push(done),
-                    Err(panic) => std::panic::resume_unwind(panic),
-                }
-            }
-            all
-        });
+        let encoders = std::iter::once(&mut self.encoder).chain(self.helpers.iter_mut());
+        let work: Vec<_> = ranges.iter().copied().zip(encoders).collect();
+        let encoded = on_threads(work, |(part, encoder)| encode_part(encoder, part));
         for ((out, ends), part) in encoded.iter().zip(&ranges) {
             let mut start = 0;
             for (&end, r) in ends.iter().zip(part.iter()) {
@@ -326,22 +314,10 @@ fn frame(
 /// claiming a decoded length of up to 64 KiB: for fuzzing the record
 /// parser and decoder behind a valid tail.
 pub(crate) fn store_with_record(model: &Arc<Model>, stored: &[u8]) -> Vec<u8> {
-    let options = Options::default();
-    let mut b = SharedBuilder::new(model.clone(), &options, Vec::new());
+    let mut out = Vec::new();
+    let mut b = SharedBuilder::new(model.clone(), &Options::default(), &mut out);
+    // Writing to memory cannot fail.
     let _ = b.append(stored, 1 << 16);
-    let section = ref_section(model.reference());
-    let _ = finish_store(
-        &mut b.out,
-        &Tail {
-            codec: Codec::Shared,
-            section: &section,
-            offsets: &b.offsets,
-            records: 1,
-            max_record: 1 << 16,
-            raw_bytes: 1 << 16,
-            pool_crc: b.pool_crc,
-            checksums: true,
-        },
-    );
-    b.out.inner
+    let _ = b.finish();
+    out
 }

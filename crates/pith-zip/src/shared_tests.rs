@@ -5,17 +5,8 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 
+use crate::tests::{aligned, view};
 use crate::{Codec, Error, Model, Options, SharedBuilder, Store, MODEL_HEADER_BYTES};
-
-fn aligned(bytes: &[u8]) -> Vec<u64> {
-    let mut words = vec![0u64; bytes.len().div_ceil(8)];
-    bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..bytes.len()].copy_from_slice(bytes);
-    words
-}
-
-fn view(words: &[u64], len: usize) -> &[u8] {
-    &bytemuck::cast_slice::<u64, u8>(words)[..len]
-}
 
 fn packages(n: usize, salt: usize) -> Vec<Vec<u8>> {
     (0..n)
@@ -173,19 +164,7 @@ fn encoding_on_several_threads_writes_the_same_bytes() {
 #[test]
 fn incompressible_records_cost_their_size_plus_a_few_bytes() {
     let (m, _) = model(3, &packages(300, 0));
-    let mut x = 0x9E37_79B9_7F4A_7C15u64;
-    let noise: Vec<Vec<u8>> = (0..20)
-        .map(|_| {
-            (0..10_000)
-                .map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    x as u8
-                })
-                .collect()
-        })
-        .collect();
+    let noise = crate::tests::noise(0x9E37_79B9_7F4A_7C15, 20, 10_000);
     let bytes = build(&m, &noise);
     let raw: usize = noise.iter().map(Vec::len).sum();
     // Per record: a 2-byte header, a 4-byte checksum, an 8-byte offset at

@@ -275,10 +275,10 @@ impl<'a> Store<'a> {
 
     /// Replaces `out` with record `id`, decoding only that record.
     pub fn get(&self, id: u64, out: &mut Vec<u8>) -> Result<()> {
-        let (a, stored) = self.extent(id)?;
         if let Decoder::Shared(model) = &self.decoder {
-            return self.get_shared(model, id, a, stored, out);
+            return self.get_shared(model, id, out);
         }
+        let (a, stored) = self.extent(id)?;
         let (payload, crc) = if self.footer.flags & FLAG_RECORD_CRC != 0 {
             let (p, c) = stored.split_at(stored.len() - 4);
             (p, le::u32_at(c, 0))
@@ -297,29 +297,25 @@ impl<'a> Store<'a> {
         };
         decoded.map_err(|e| {
             out.clear();
-            Error::Corrupt {
-                offset: a as u64,
-                detail: format!("record {id}: {e}"),
-            }
+            corrupt_record(id, a, e)
         })?;
-        self.check_crc(id, a, crc, out)
+        check_crc(id, a, crc, out)
     }
 
-    /// Record `id` (stored at pool offset `at`) of a shared-model store.
-    fn get_shared(
-        &self,
-        model: &Model,
-        id: u64,
-        at: usize,
-        stored: &[u8],
-        out: &mut Vec<u8>,
-    ) -> Result<()> {
-        let corrupt = |detail: String| Error::Corrupt {
-            offset: at as u64,
-            detail: format!("record {id}: {detail}"),
-        };
+    /// Record `id` of a shared-model store taken apart: its pool offset,
+    /// stored bytes and parts (header checked, payload not decoded).
+    fn framed(&self, id: u64) -> Result<(usize, &'a [u8], shared::Framed<'a>)> {
+        let (at, stored) = self.extent(id)?;
         let checksummed = self.footer.flags & FLAG_RECORD_CRC != 0;
-        let r = shared::unframe(stored, checksummed, self.footer.max_record).map_err(corrupt)?;
+        let r = shared::unframe(stored, checksummed, self.footer.max_record)
+            .map_err(|detail| corrupt_record(id, at, detail))?;
+        Ok((at, stored, r))
+    }
+
+    /// Record `id` of a shared-model store.
+    fn get_shared(&self, model: &Model, id: u64, out: &mut Vec<u8>) -> Result<()> {
+        let (at, _, r) = self.framed(id)?;
+        let corrupt = |detail: String| corrupt_record(id, at, detail);
         if r.plain {
             out.clear();
             out.extend_from_slice(r.payload);
@@ -343,7 +339,7 @@ impl<'a> Store<'a> {
                 )));
             }
         }
-        self.check_crc(id, at, r.crc, out)
+        check_crc(id, at, r.crc, out)
     }
 
     /// The stored bytes of record `id`, to copy into a store built with
@@ -354,19 +350,12 @@ impl<'a> Store<'a> {
         let Decoder::Shared(model) = &self.decoder else {
             return Ok(None);
         };
-        let (a, bytes) = self.extent(id)?;
-        let checksummed = self.footer.flags & FLAG_RECORD_CRC != 0;
-        let r = shared::unframe(bytes, checksummed, self.footer.max_record).map_err(|detail| {
-            Error::Corrupt {
-                offset: a as u64,
-                detail: format!("record {id}: {detail}"),
-            }
-        })?;
+        let (_, bytes, r) = self.framed(id)?;
         Ok(Some(Encoded {
             bytes,
             raw_len: r.len,
             model: model.reference(),
-            checksummed,
+            checksummed: r.crc.is_some(),
         }))
     }
 
@@ -376,27 +365,6 @@ impl<'a> Store<'a> {
             Decoder::Shared(m) => Some(m),
             _ => None,
         }
-    }
-
-    /// Fails unless `out` matches the stored checksum `crc` (if any) of
-    /// record `id` at pool offset `at`; clears `out` when it does not.
-    fn check_crc(&self, id: u64, at: usize, crc: Option<u32>, out: &mut Vec<u8>) -> Result<()> {
-        let a = at;
-        if let Some(stored) = crc {
-            let computed = crc32c::crc32c(out);
-            if computed != stored {
-                out.clear();
-                // Corrupt, not ChecksumMismatch: it carries the record's
-                // offset, so callers can name where the bad bytes are.
-                return Err(Error::Corrupt {
-                    offset: a as u64,
-                    detail: format!(
-                        "record {id}: checksum mismatch (stored {stored:#010x}, computed {computed:#010x})"
-                    ),
-                });
-            }
-        }
-        Ok(())
     }
 
     /// Calls `f(id, record)` for every record in id order, reusing one
@@ -439,4 +407,31 @@ impl<'a> Store<'a> {
         }
         Ok(())
     }
+}
+
+/// Record `id`, stored at pool offset `at`, is corrupt.
+fn corrupt_record(id: u64, at: usize, detail: impl std::fmt::Display) -> Error {
+    Error::Corrupt {
+        offset: at as u64,
+        detail: format!("record {id}: {detail}"),
+    }
+}
+
+/// Fails unless `out` matches the stored checksum `crc` (if any) of record
+/// `id` at pool offset `at`; clears `out` when it does not.
+fn check_crc(id: u64, at: usize, crc: Option<u32>, out: &mut Vec<u8>) -> Result<()> {
+    if let Some(stored) = crc {
+        let computed = crc32c::crc32c(out);
+        if computed != stored {
+            out.clear();
+            // Corrupt, not ChecksumMismatch: it carries the record's
+            // offset, so callers can name where the bad bytes are.
+            return Err(corrupt_record(
+                id,
+                at,
+                format!("checksum mismatch (stored {stored:#010x}, computed {computed:#010x})"),
+            ));
+        }
+    }
+    Ok(())
 }

@@ -5,13 +5,14 @@ use proptest::prelude::*;
 use crate::{build_to_vec, Codec, CodecChoice, Error, Options, Store};
 
 /// Copies `bytes` into an 8-byte aligned buffer.
-fn aligned(bytes: &[u8]) -> Vec<u64> {
+pub(crate) fn aligned(bytes: &[u8]) -> Vec<u64> {
     let mut words = vec![0u64; bytes.len().div_ceil(8)];
     bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..bytes.len()].copy_from_slice(bytes);
     words
 }
 
-fn view(words: &[u64], len: usize) -> &[u8] {
+/// The first `len` bytes of `words`.
+pub(crate) fn view(words: &[u64], len: usize) -> &[u8] {
     &bytemuck::cast_slice::<u64, u8>(words)[..len]
 }
 
@@ -95,10 +96,17 @@ fn auto_compresses_text_and_keeps_noise_plain() {
         roundtrip(&text_records(3000), CodecChoice::Auto),
         Codec::Plain
     );
-    let mut x = 0x2545_F491_4F6C_DD1Du64;
-    let noise: Vec<Vec<u8>> = (0..500)
+    let noise = noise(0x2545_F491_4F6C_DD1D, 500, 200);
+    assert_eq!(roundtrip(&noise, CodecChoice::Auto), Codec::Plain);
+}
+
+/// `records` records of `len` pseudo-random bytes (xorshift from `seed`):
+/// data no codec shrinks.
+pub(crate) fn noise(seed: u64, records: usize, len: usize) -> Vec<Vec<u8>> {
+    let mut x = seed;
+    (0..records)
         .map(|_| {
-            (0..200)
+            (0..len)
                 .map(|_| {
                     x ^= x << 13;
                     x ^= x >> 7;
@@ -107,8 +115,7 @@ fn auto_compresses_text_and_keeps_noise_plain() {
                 })
                 .collect()
         })
-        .collect();
-    assert_eq!(roundtrip(&noise, CodecChoice::Auto), Codec::Plain);
+        .collect()
 }
 
 #[test]

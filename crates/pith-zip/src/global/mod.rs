@@ -53,6 +53,7 @@ use zstd::zstd_safe::{self, CParameter, DParameter};
 use crate::bits::BitWriter;
 use crate::error::{Error, Result};
 use crate::huffman;
+use crate::threads::on_threads;
 use parse::{Parser, Prices, Seq};
 use symbols::{literal_len, match_len, source, AFTER_MATCH, CONTEXTS, CONTEXT_OF, START_CONTEXT};
 
@@ -262,19 +263,7 @@ impl Encoder {
                 }
                 (counts, spans)
             };
-            let results: Vec<(Counts, Vec<(u64, u64)>)> = std::thread::scope(|scope| {
-                let mut chunks = training.chunks(chunk);
-                let first = chunks.next().unwrap_or(&[]);
-                let handles: Vec<_> = chunks.map(|c| scope.spawn(move || parse_part(c))).collect();
-                let mut all = vec![parse_part(first)];
-                for h in handles {
-                    match h.join() {
-                        Ok(r) => all.push(r),
-                        Err(panic) => std::panic::resume_unwind(panic),
-                    }
-                }
-                all
-            });
+            let results = on_threads(training.chunks(chunk).collect(), parse_part);
             let mut counts = Counts::new();
             let mut coverage = if round == 0 {
                 vec![0i32; parser.dict().len() + 1]
