@@ -50,6 +50,22 @@ pub(crate) struct State {
     pub model: Option<Arc<ModelFile>>,
 }
 
+impl State {
+    /// The model files in use: those of the segments and the current one,
+    /// each once, by number.
+    pub(crate) fn models(&self) -> Vec<&Arc<ModelFile>> {
+        let mut models: Vec<&Arc<ModelFile>> = self
+            .segments
+            .iter()
+            .filter_map(|s| s.model())
+            .chain(self.model.iter())
+            .collect();
+        models.sort_by_key(|m| m.number);
+        models.dedup_by_key(|m| m.number);
+        models
+    }
+}
+
 /// Background bookkeeping, guarded by `Inner::bg`.
 #[derive(Default)]
 pub(crate) struct Bg {
@@ -356,11 +372,9 @@ impl Inner {
         // Every model this edit may have stopped (or started again) using:
         // a model file goes when it is unlisted and its last user lets go.
         let known = st
-            .segments
-            .iter()
-            .chain(edit.added.iter())
-            .filter_map(|s| s.model())
-            .chain(st.model.iter())
+            .models()
+            .into_iter()
+            .chain(edit.added.iter().filter_map(|s| s.model()))
             .chain(edit.model.iter());
         for model in known {
             model.set_obsolete(live_models.binary_search(&model.number).is_err());

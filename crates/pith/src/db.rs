@@ -93,7 +93,7 @@ pub struct ModelInfo {
     /// File size.
     pub file_bytes: u64,
     /// Memory it holds: the inflated dictionary and decode tables, plus
-    /// the matcher's index once something was encoded with it.
+    /// the matcher's index while a build encodes with it.
     pub heap_bytes: u64,
     /// Inflated dictionary bytes.
     pub dict_bytes: u64,
@@ -400,17 +400,10 @@ impl DB {
                 wal_bytes += len;
             }
         }
-        let mut models: Vec<ModelInfo> = Vec::new();
-        let in_use = st
-            .segments
-            .iter()
-            .filter_map(|s| s.model())
-            .chain(st.model.iter());
-        for m in in_use {
-            if models.iter().any(|x| x.number == m.number) {
-                continue;
-            }
-            models.push(ModelInfo {
+        let models = st
+            .models()
+            .into_iter()
+            .map(|m| ModelInfo {
                 number: m.number,
                 file_bytes: m.file_bytes(),
                 heap_bytes: m.model.heap_bytes() as u64,
@@ -423,9 +416,8 @@ impl DB {
                     .iter()
                     .filter(|s| s.model().is_some_and(|x| x.number == m.number))
                     .count(),
-            });
-        }
-        models.sort_by_key(|m| m.number);
+            })
+            .collect();
         let (records_copied, records_encoded) = {
             let bg = crate::core::lock(&self.inner.bg);
             (bg.records_copied, bg.records_encoded)
@@ -454,15 +446,8 @@ impl DB {
         let st = self.inner.current();
         let (fs, dir) = (&*self.inner.fs, &self.inner.dir);
         let mut report = VerifyReport::default();
-        let models: std::collections::BTreeSet<u64> = st
-            .segments
-            .iter()
-            .filter_map(|s| s.model())
-            .chain(st.model.iter())
-            .map(|m| m.number)
-            .collect();
-        for n in models {
-            crate::model_file::ModelFile::open(&self.inner.fs, dir, n)?;
+        for m in st.models() {
+            crate::model_file::ModelFile::open(&self.inner.fs, dir, m.number)?;
             report.models += 1;
         }
         for s in &st.segments {

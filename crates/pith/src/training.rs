@@ -80,20 +80,21 @@ pub(crate) fn coding_for(inner: &Inner, source: &dyn GroupSource) -> Result<Codi
     }
     let zip = inner.options.within_build_budget(&inner.options.merge_zip);
     let (sample, data_bytes) = sample_values(source, zip.sample_bytes)?;
-    let hold = current.as_ref().map(|m| m.model.hold_index());
+    // The drift check builds the model's matcher index; it is kept for
+    // the build that follows.
+    let mut hold = None;
     let reason = match &current {
-        None if sample.bytes() >= MIN_TRAINING_BYTES => Some(Reason::NoneYet),
-        None => None,
+        None => (sample.bytes() >= MIN_TRAINING_BYTES).then_some(Reason::NoneYet),
+        Some(m)
+            if sample.bytes() as u64 >= OUTGROWN.saturating_mul(m.model.trained_from().max(1)) =>
+        {
+            Some(Reason::Outgrown)
+        }
         Some(m) => {
             let model = &m.model;
-            let trial = thin(sample.records(), TRIAL_BYTES);
-            if sample.bytes() as u64 >= OUTGROWN.saturating_mul(model.trained_from().max(1)) {
-                Some(Reason::Outgrown)
-            } else if model.ratio_on(&trial, zip.global_depth) < DRIFT * model.ratio() {
-                Some(Reason::Drift)
-            } else {
-                None
-            }
+            hold = Some(model.hold_index());
+            let ratio = model.ratio_on(sample.records(), TRIAL_BYTES, zip.global_depth);
+            (ratio < DRIFT * model.ratio()).then_some(Reason::Drift)
         }
     };
     if reason.is_none() {
@@ -136,11 +137,4 @@ fn sample_values(source: &dyn GroupSource, budget: usize) -> Result<(pith_zip::S
         index += 1;
     }
     Ok((sample, bytes))
-}
-
-/// At most about `budget` bytes of `records`, evenly spaced.
-fn thin(records: &[Vec<u8>], budget: usize) -> Vec<&[u8]> {
-    let total: usize = records.iter().map(Vec::len).sum();
-    let step = total.div_ceil(budget.max(1)).max(1);
-    records.iter().step_by(step).map(Vec::as_slice).collect()
 }

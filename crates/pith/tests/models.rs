@@ -59,12 +59,25 @@ fn write_file(fs: &MemFs, path: &Path, bytes: &[u8]) {
     f.sync().expect("sync");
 }
 
-/// Opening must fail; the error it fails with.
-fn open_err(fs: &MemFs) -> Error {
-    match DB::open("/db", options(fs)) {
+/// Opening must fail with a corruption error naming the model file
+/// `model` and the segment encoded with it.
+fn refused_naming_both(fs: &MemFs, model: &str) {
+    let e = match DB::open("/db", options(fs)) {
         Ok(_) => panic!("opened"),
         Err(e) => e,
-    }
+    };
+    assert!(matches!(e, Error::Corruption { .. }), "{e:?}");
+    assert!(e.to_string().contains(model), "{e}");
+    assert!(e.to_string().contains(".seg"), "names the segment too: {e}");
+}
+
+/// A database of 1,500 records flushed once, closed; its model file's name.
+fn flushed_once(fs: &MemFs) -> String {
+    let db = DB::open("/db", options(fs)).expect("open");
+    load(&db, 0..1500, |i| package(i, "a"));
+    db.flush().expect("flush");
+    drop(db);
+    files(fs, ".model").pop().expect("a model file")
 }
 
 fn load(db: &DB, range: std::ops::Range<usize>, value: impl Fn(usize) -> String) {
@@ -158,28 +171,17 @@ fn drifted_data_trains_a_new_model_and_the_old_one_goes_with_its_last_segment() 
 #[test]
 fn a_missing_or_corrupt_model_is_a_corruption_error_naming_the_files() {
     let fs = MemFs::new();
-    let db = DB::open("/db", options(&fs)).expect("open");
-    load(&db, 0..1500, |i| package(i, "a"));
-    db.flush().expect("flush");
-    drop(db);
-    let name = files(&fs, ".model").pop().expect("a model file");
+    let name = flushed_once(&fs);
     let path = Path::new("/db").join(&name);
     let good = fs.read(&path).expect("read");
 
     let mut bad = good.clone();
     bad[good.len() / 2] ^= 0x08;
     write_file(&fs, &path, &bad);
-    let e = open_err(&fs);
-    assert!(matches!(e, Error::Corruption { .. }), "{e:?}");
-    assert!(e.to_string().contains(&name), "{e}");
-    assert!(e.to_string().contains(".seg"), "names the segment too: {e}");
+    refused_naming_both(&fs, &name);
 
     fs.remove(&path).expect("remove");
-    let e = open_err(&fs);
-    assert!(matches!(e, Error::Corruption { .. }), "{e:?}");
-    assert!(e.to_string().contains(&name), "{e}");
-    assert!(e.to_string().contains(".seg"), "names the segment too: {e}");
-    eprintln!("{e}");
+    refused_naming_both(&fs, &name);
 
     write_file(&fs, &path, &good);
     let db = DB::open("/db", options(&fs)).expect("whole again");
@@ -189,11 +191,7 @@ fn a_missing_or_corrupt_model_is_a_corruption_error_naming_the_files() {
 #[test]
 fn a_model_file_no_manifest_lists_is_removed_at_open() {
     let fs = MemFs::new();
-    let db = DB::open("/db", options(&fs)).expect("open");
-    load(&db, 0..1500, |i| package(i, "a"));
-    db.flush().expect("flush");
-    drop(db);
-    let name = files(&fs, ".model").pop().expect("a model file");
+    let name = flushed_once(&fs);
     let stray = Path::new("/db").join("999999.model");
     write_file(
         &fs,
