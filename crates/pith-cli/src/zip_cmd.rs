@@ -52,6 +52,25 @@ pub enum CodecArg {
     Global,
 }
 
+/// `--effort` values: how hard the global codec's parser searches when it
+/// encodes with a trained model.
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum EffortArg {
+    /// One dictionary candidate per position, one lazy step.
+    Fast,
+    /// Hash chains walked `--global-depth` deep, two lazy steps.
+    Thorough,
+}
+
+impl From<EffortArg> for pith_zip::Effort {
+    fn from(e: EffortArg) -> Self {
+        match e {
+            EffortArg::Fast => pith_zip::Effort::Fast,
+            EffortArg::Thorough => pith_zip::Effort::Thorough,
+        }
+    }
+}
+
 impl CodecArg {
     fn choice(self) -> pith_zip::CodecChoice {
         use pith_zip::{Codec, CodecChoice};

@@ -21,7 +21,7 @@ use pith_enc::le;
 
 use crate::error::{Error, Result};
 use crate::format::{Codec, Footer, FLAG_RECORD_CRC};
-use crate::global;
+use crate::global::{self, Effort};
 use crate::offsets::write_offsets;
 use crate::zstd_codec::Encoder;
 
@@ -60,6 +60,9 @@ pub struct Options {
     /// position; default 16. Higher finds a few more matches, slower
     /// (64: about 1% smaller, half the speed).
     pub global_depth: usize,
+    /// How hard the global codec's parser searches when it encodes records
+    /// with a trained model; default [`Effort::Fast`].
+    pub effort: Effort,
     /// Largest sample kept for codec choice and training; default 16 MiB.
     pub sample_bytes: usize,
     /// Store a crc32c of every decoded record after it; default true.
@@ -78,6 +81,7 @@ impl Default for Options {
             global_dict_bytes: 8 << 20,
             global_dict_divisor: 16,
             global_depth: global::DEFAULT_DEPTH,
+            effort: Effort::default(),
             sample_bytes: 16 << 20,
             record_checksums: true,
             threads: 1,
@@ -341,10 +345,11 @@ fn prepare(
         Codec::Global => {
             let training = strided(held, TRAINING_BYTES);
             let enc = global::Encoder::train(
-                global_dict.to_vec(),
+                global_dict,
                 &training,
                 options.global_depth,
                 options.threads,
+                options.effort,
             );
             let model = enc.model_bytes()?;
             Prepared::Global(Box::new(enc), model)

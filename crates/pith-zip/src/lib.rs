@@ -70,6 +70,7 @@ mod zstd_codec;
 pub use builder::{build, build_to_vec, BuildStats, CodecChoice, Options, Sample};
 pub use error::{Error, Result};
 pub use format::{Codec, MAGIC};
+pub use global::Effort;
 pub use model::{IndexHold, Model, ModelRef, MODEL_HEADER_BYTES, MODEL_MAGIC};
 pub use shared::{Encoded, SharedBuilder};
 pub use store::Store;

@@ -37,7 +37,7 @@ use pith_enc::le;
 
 use crate::builder::{split_sample, strided, Options, TRAINING_BYTES, TRIAL_BYTES};
 use crate::error::{Error, Result};
-use crate::global::{self, DictIndex};
+use crate::global::{self, DictIndex, Effort};
 
 /// Model file magic.
 pub const MODEL_MAGIC: [u8; 8] = *b"PITHMDL\0";
@@ -118,10 +118,11 @@ impl Model {
         let dict = strided(&material, cap).concat();
         let trained_from = records.iter().map(|r| r.len() as u64).sum();
         let mut encoder = global::Encoder::train(
-            dict,
+            &dict,
             &strided(&held, TRAINING_BYTES),
             options.global_depth,
             options.threads,
+            options.effort,
         );
         let ratio = ratio_of(&mut encoder, &strided(&held, TRIAL_BYTES)).unwrap_or(1.0);
         let body = encoder.model_bytes()?;
@@ -281,41 +282,47 @@ impl Model {
     }
 
     /// Raw over encoded bytes of at most about `budget` bytes of `records`
-    /// (evenly strided) with this model, plain records counted at their
-    /// size as a store keeps them: compared with [`Model::ratio`], it says
-    /// whether data has drifted from the model.
-    pub fn ratio_on<R: AsRef<[u8]>>(&self, records: &[R], budget: usize, depth: usize) -> f32 {
+    /// (evenly strided) with this model, encoded as `options` say (their
+    /// [`Options::effort`] and [`Options::global_depth`]), plain records
+    /// counted at their size as a store keeps them: compared with
+    /// [`Model::ratio`] (measured with the options it was trained with),
+    /// it says whether data has drifted from the model.
+    pub fn ratio_on<R: AsRef<[u8]>>(&self, records: &[R], budget: usize, options: &Options) -> f32 {
         let records: Vec<&[u8]> = records.iter().map(|r| r.as_ref()).collect();
-        ratio_of(&mut self.encoder(depth), &strided(&records, budget)).unwrap_or(self.ratio)
+        let mut encoder = self.encoder(options);
+        ratio_of(&mut encoder, &strided(&records, budget)).unwrap_or(self.ratio)
     }
 
     /// Keeps the matcher's index (building it if needed) for as long as
     /// the returned value lives, so encoders made meanwhile do not build
     /// it again.
-    pub fn hold_index(&self) -> IndexHold {
+    pub fn hold_index(&self, options: &Options) -> IndexHold {
         IndexHold {
-            _index: self.index(),
+            _index: self.index(options.effort),
         }
     }
 
-    /// An encoder (one per thread) parsing with chains `depth` deep. The
-    /// first one builds the matcher's index; the others share it.
-    pub(crate) fn encoder(&self, depth: usize) -> global::Encoder {
+    /// An encoder (one per thread) parsing as `options` say. The first one
+    /// builds the matcher's index; the others share it.
+    pub(crate) fn encoder(&self, options: &Options) -> global::Encoder {
         global::Encoder::for_model(
-            self.index(),
+            self.index(options.effort),
             self.lengths.clone(),
             self.literal_price,
-            depth,
+            options.global_depth,
+            options.effort,
         )
     }
 
-    /// The matcher's index, built when nothing holds it.
-    fn index(&self) -> Arc<DictIndex> {
+    /// The matcher's index, built when nothing holds one fit for `effort`
+    /// (the thorough parse needs the chains, the fast one only the heads).
+    fn index(&self, effort: Effort) -> Arc<DictIndex> {
+        let chains = effort == Effort::Thorough;
         let mut slot = self.index.lock().unwrap_or_else(|p| p.into_inner());
         match slot.upgrade() {
-            Some(index) => index,
-            None => {
-                let index = Arc::new(DictIndex::new(self.decoder.dict().to_vec()));
+            Some(index) if index.has_chains() || !chains => index,
+            _ => {
+                let index = Arc::new(DictIndex::new(self.decoder.dict(), chains));
                 *slot = Arc::downgrade(&index);
                 index
             }

@@ -125,7 +125,8 @@ pub struct SharedBuilder<W: Write> {
     /// Encoders of the helper threads of [`SharedBuilder::push_many`],
     /// made on first use.
     helpers: Vec<global::Encoder>,
-    depth: usize,
+    /// How the encoders parse.
+    options: Options,
     out: CountingWriter<W>,
     offsets: Vec<u64>,
     pool_crc: u32,
@@ -139,12 +140,13 @@ pub struct SharedBuilder<W: Write> {
 
 impl<W: Write> SharedBuilder<W> {
     /// A builder writing to `out`; of `options` it uses
-    /// [`Options::record_checksums`] and [`Options::global_depth`].
+    /// [`Options::record_checksums`], [`Options::effort`] and
+    /// [`Options::global_depth`].
     pub fn new(model: Arc<Model>, options: &Options, out: W) -> Self {
         SharedBuilder {
-            encoder: model.encoder(options.global_depth),
+            encoder: model.encoder(options),
             helpers: Vec::new(),
-            depth: options.global_depth,
+            options: options.clone(),
             model,
             out: CountingWriter {
                 inner: out,
@@ -199,7 +201,7 @@ impl<W: Write> SharedBuilder<W> {
             return Ok(());
         }
         while self.helpers.len() < parts - 1 {
-            self.helpers.push(self.model.encoder(self.depth));
+            self.helpers.push(self.model.encoder(&self.options));
         }
         // Part k starts at the first record at or past k / parts of the
         // bytes.

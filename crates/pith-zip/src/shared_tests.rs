@@ -249,3 +249,35 @@ proptest! {
         check(&store, &records);
     }
 }
+
+#[test]
+fn both_efforts_encode_with_one_model_and_share_its_index() {
+    let (m, _) = model(1, &packages(400, 1));
+    let records = packages(300, 2);
+    let fast = Options::default();
+    let thorough = Options {
+        effort: crate::Effort::Thorough,
+        ..Options::default()
+    };
+    // A fast encoder's index has no chains; a thorough one asked for
+    // meanwhile gets its own, and both stores decode.
+    let _hold = m.hold_index(&fast);
+    let mut sizes = Vec::new();
+    for options in [&fast, &thorough] {
+        let mut out = Vec::new();
+        let mut b = SharedBuilder::new(m.clone(), options, &mut out);
+        for r in &records {
+            b.push(r).expect("push");
+        }
+        b.finish().expect("finish");
+        let words = aligned(&out);
+        let store = Store::open_with_model(view(&words, out.len()), Some(m.clone())).unwrap();
+        check(&store, &records);
+        sizes.push(out.len());
+    }
+    let raw: usize = records.iter().map(Vec::len).sum();
+    assert!(
+        sizes[0] < raw / 3 && sizes[1] < raw / 3,
+        "{sizes:?} of {raw}"
+    );
+}

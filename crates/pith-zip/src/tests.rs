@@ -2,7 +2,7 @@
 
 use proptest::prelude::*;
 
-use crate::{build_to_vec, Codec, CodecChoice, Error, Options, Store};
+use crate::{build_to_vec, Codec, CodecChoice, Effort, Error, Options, Store};
 
 /// Copies `bytes` into an 8-byte aligned buffer.
 pub(crate) fn aligned(bytes: &[u8]) -> Vec<u64> {
@@ -25,7 +25,11 @@ fn options(codec: CodecChoice) -> Options {
 }
 
 fn roundtrip(records: &[Vec<u8>], codec: CodecChoice) -> Codec {
-    let (bytes, stats) = build_to_vec(records, &options(codec)).unwrap();
+    roundtrip_with(records, &options(codec))
+}
+
+fn roundtrip_with(records: &[Vec<u8>], options: &Options) -> Codec {
+    let (bytes, stats) = build_to_vec(records, options).unwrap();
     assert_eq!(stats.store_bytes as usize, bytes.len());
     let words = aligned(&bytes);
     let store = Store::open(view(&words, bytes.len())).unwrap();
@@ -71,6 +75,12 @@ proptest! {
         for codec in ALL {
             roundtrip(&records, codec);
         }
+        // The default effort is fast; the thorough parse must agree.
+        let thorough = Options {
+            effort: Effort::Thorough,
+            ..options(CodecChoice::Force(Codec::Global))
+        };
+        roundtrip_with(&records, &thorough);
     }
 }
 

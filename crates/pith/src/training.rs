@@ -92,8 +92,8 @@ pub(crate) fn coding_for(inner: &Inner, source: &dyn GroupSource) -> Result<Codi
         }
         Some(m) => {
             let model = &m.model;
-            hold = Some(model.hold_index());
-            let ratio = model.ratio_on(sample.records(), TRIAL_BYTES, zip.global_depth);
+            hold = Some(model.hold_index(&zip));
+            let ratio = model.ratio_on(sample.records(), TRIAL_BYTES, &zip);
             (ratio < DRIFT * model.ratio()).then_some(Reason::Drift)
         }
     };
@@ -111,7 +111,7 @@ pub(crate) fn coding_for(inner: &Inner, source: &dyn GroupSource) -> Result<Codi
     drop(sample);
     let file = ModelFile::create(&inner.fs, &inner.dir, number, model, &bytes)?;
     Ok(Coding {
-        _index: Some(file.model.hold_index()),
+        _index: Some(file.model.hold_index(&zip)),
         model: Some(file),
         trained: true,
     })

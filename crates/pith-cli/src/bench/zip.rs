@@ -23,6 +23,7 @@ use rand::SeedableRng;
 use super::seconds;
 use crate::input::Records;
 use crate::stats::Summary;
+use crate::zip_cmd::EffortArg;
 use crate::CliError;
 
 /// Options of `pith bench zip`.
@@ -46,6 +47,10 @@ pub struct Args {
     /// Hash-chain candidates PithDB's global codec examines per position.
     #[arg(long, default_value_t = pith_zip::Options::default().global_depth)]
     global_depth: usize,
+    /// How hard PithDB's global codec searches when encoding with a
+    /// trained model (pith_global and pith_shared).
+    #[arg(long, value_enum, default_value_t = EffortArg::Fast)]
+    effort: EffortArg,
     /// Skip the whole-input zstd-19 ceiling (slow on large inputs).
     #[arg(long)]
     no_ceiling: bool,
@@ -370,6 +375,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         sample_bytes: args.sample_mib << 20,
         global_dict_bytes: args.global_dict_mib << 20,
         global_depth: args.global_depth,
+        effort: args.effort.into(),
         ..pith_zip::Options::default()
     };
     let want = |key: &str| args.stores.iter().any(|s| s == key);

@@ -17,39 +17,53 @@ use pith_enc::le;
 use pith_enc::prefix::common_len;
 
 use super::prefetch;
+use super::table::Table;
 
 /// Bytes hashed to find candidates.
 pub(crate) const HASH_LEN: usize = 6;
-const NONE: u32 = u32::MAX;
+/// No position.
+pub(crate) const NONE: u32 = u32::MAX;
 
+/// The first `HASH_LEN` bytes of `bytes`, mixed: its top `bits` bits are
+/// the hash of a table of `1 << bits` entries.
 #[inline]
-fn hash(bytes: &[u8], bits: u32) -> usize {
-    let v = le::u64_padded(&bytes[..HASH_LEN]);
-    (v.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - bits)) as usize
+pub(crate) fn mix(bytes: &[u8]) -> u64 {
+    le::u64_padded(&bytes[..HASH_LEN]).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
-/// Hash chains over the dictionary.
+#[inline]
+pub(crate) fn hash(bytes: &[u8], bits: u32) -> usize {
+    (mix(bytes) >> (64 - bits)) as usize
+}
+
+/// Hash chains over the dictionary, or only their heads (the front-most
+/// position of each hash) for the fast parse.
 pub(crate) struct DictIndex {
-    dict: Vec<u8>,
+    dict: Table<u8>,
     bits: u32,
-    head: Vec<u32>,
-    chain: Vec<u32>,
+    head: Table,
+    chain: Table,
 }
 
 impl DictIndex {
-    /// Indexes every position of `dict` (at most `u32::MAX - 1` bytes).
-    pub(crate) fn new(dict: Vec<u8>) -> Self {
+    /// Indexes every position of `dict` (at most `u32::MAX - 1` bytes),
+    /// with the chains behind the heads when `chains`.
+    pub(crate) fn new(dict: &[u8], chains: bool) -> Self {
         let bits = (usize::BITS - dict.len().max(1 << 12).leading_zeros()).clamp(12, 22);
-        let mut head = vec![NONE; 1 << bits];
+        let mut head = Table::new(1 << bits, NONE);
         let positions = dict.len().saturating_sub(HASH_LEN - 1);
-        let mut chain = vec![NONE; positions];
-        for (p, link) in chain.iter_mut().enumerate().rev() {
+        let mut chain = Table::new(if chains { positions } else { 0 }, NONE);
+        let heads = head.as_mut_slice();
+        let links = chain.as_mut_slice();
+        for p in (0..positions).rev() {
             let h = hash(&dict[p..], bits);
-            *link = head[h];
-            head[h] = p as u32;
+            if let Some(link) = links.get_mut(p) {
+                *link = heads[h];
+            }
+            heads[h] = p as u32;
         }
         DictIndex {
-            dict,
+            dict: Table::from_slice(dict),
             bits,
             head,
             chain,
@@ -57,7 +71,13 @@ impl DictIndex {
     }
 
     pub(crate) fn dict(&self) -> &[u8] {
-        &self.dict
+        self.dict.as_slice()
+    }
+
+    /// Whether the chains behind the heads are there (else a walk stops
+    /// at the head).
+    pub(crate) fn has_chains(&self) -> bool {
+        self.chain.len() > 0 || self.dict.len() < HASH_LEN
     }
 
     /// Memory held: the dictionary copy and the chains.
@@ -69,8 +89,19 @@ impl DictIndex {
     #[inline]
     pub(crate) fn prefetch_head(&self, s: &[u8]) {
         if s.len() >= HASH_LEN {
-            prefetch(&self.head, hash(s, self.bits));
+            prefetch(self.head.as_slice(), hash(s, self.bits));
         }
+    }
+
+    /// The chain heads, indexed by the top [`DictIndex::bits`] bits of [`mix`].
+    #[inline]
+    pub(crate) fn heads(&self) -> &[u32] {
+        self.head.as_slice()
+    }
+
+    /// Bits of the chain heads' hash.
+    pub(crate) fn bits(&self) -> u32 {
+        self.bits
     }
 
     /// Calls `f(position, length)` for up to `depth` dictionary positions
@@ -86,19 +117,20 @@ impl DictIndex {
         if s.len() < HASH_LEN {
             return;
         }
-        let mut p = self.head[hash(s, self.bits)];
+        let chain = self.chain.as_slice();
+        let mut p = self.head.as_slice()[hash(s, self.bits)];
         let mut seen = 0;
         while p != NONE && seen < depth {
             let at = p as usize;
             // The next link loads while this candidate is compared: the
             // two cache misses overlap instead of queueing.
-            prefetch(&self.chain, at);
-            let len = common_len(s, &self.dict[at..]);
+            prefetch(chain, at);
+            let len = common_len(s, &self.dict()[at..]);
             if len >= HASH_LEN && !f(at, len) {
                 return;
             }
             seen += 1;
-            p = self.chain[at];
+            p = chain.get(at).copied().unwrap_or(NONE);
         }
     }
 }
@@ -181,7 +213,7 @@ mod tests {
     #[test]
     fn finds_dictionary_and_local_matches() {
         let dict = b"Package: libfoo\nVersion: 1.2.3\nPackage: libbar\n";
-        let idx = DictIndex::new(dict.to_vec());
+        let idx = DictIndex::new(dict, true);
         let mut found = Vec::new();
         idx.candidates(b"Package: libbar\nX", 8, |p, l| {
             found.push((p, l));

@@ -1,7 +1,8 @@
 //! The encoder's parse: splits a record into sequences (a run of literals,
 //! then a match into the dictionary or back into the record) choosing, at
 //! each position, the match that saves the most bits under the current
-//! prices, with one step of lazy evaluation.
+//! prices. The thorough parse (here) walks the hash chains `depth` deep
+//! with two steps of lazy evaluation; the fast one is [`super::fast`].
 //!
 //! Invariants of the sequences produced: literal runs and matches tile the
 //! record exactly, in order; every match is `MIN_MATCH..=MAX_MATCH` long and
@@ -12,8 +13,10 @@ use std::sync::Arc;
 
 use pith_enc::prefix::common_len;
 
+use super::fast::FastParse;
 use super::matcher::{DictIndex, LocalIndex};
 use super::symbols::{match_len, source, Source, MAX_MATCH, MIN_MATCH};
+use super::Effort;
 
 /// One sequence: `lit_len` literals starting at `lit_start`, then a match
 /// of `match_len` bytes from `source` (none when `match_len == 0`).
@@ -55,7 +58,7 @@ impl Prices {
     }
 
     #[inline]
-    fn match_cost(&self, len: u64, src: Source) -> f32 {
+    pub(crate) fn match_cost(&self, len: u64, src: Source) -> f32 {
         let m = match_len::encode(len);
         let s = source::encode(src);
         self.match_len[m.symbol] + self.source[s.symbol] + (m.extra_bits + s.extra_bits) as f32
@@ -80,8 +83,11 @@ pub(crate) struct Parser {
     /// Shared by every parser of one model (it is read-only).
     index: Arc<DictIndex>,
     local: LocalIndex,
-    /// Chain candidates examined per position.
+    /// Chain candidates examined per position (the thorough parse).
     depth: usize,
+    effort: Effort,
+    /// Scratch of the fast parse.
+    fast: FastParse,
 }
 
 /// Decoder-visible state the sources are relative to.
@@ -96,16 +102,25 @@ struct State {
 }
 
 impl Parser {
-    pub(crate) fn new(dict: Vec<u8>, depth: usize) -> Self {
-        Parser::over(Arc::new(DictIndex::new(dict)), depth)
+    /// A thorough parser over `dict`, chains and all.
+    pub(crate) fn new(dict: &[u8], depth: usize) -> Self {
+        Parser::over(
+            Arc::new(DictIndex::new(dict, true)),
+            depth,
+            Effort::Thorough,
+        )
     }
 
-    /// A parser over an index built before (a shared model's).
-    pub(crate) fn over(index: Arc<DictIndex>, depth: usize) -> Self {
+    /// A parser over an index built before (a shared model's, or one a
+    /// parser of another effort uses): the thorough parse needs its chains.
+    pub(crate) fn over(index: Arc<DictIndex>, depth: usize, effort: Effort) -> Self {
+        debug_assert!(effort == Effort::Fast || index.has_chains());
         Parser {
             index,
             local: LocalIndex::new(),
             depth,
+            effort,
+            fast: FastParse::new(),
         }
     }
 
@@ -193,6 +208,15 @@ impl Parser {
 
     /// Appends the sequences of `rec` to `out`.
     pub(crate) fn parse(&mut self, rec: &[u8], prices: &Prices, out: &mut Vec<Seq>) {
+        match self.effort {
+            Effort::Fast => self.fast.parse(&self.index, rec, prices, out),
+            Effort::Thorough => self.parse_thorough(rec, prices, out),
+        }
+    }
+
+    /// The thorough parse: every candidate up to `depth` per position, and
+    /// two lazy steps.
+    fn parse_thorough(&mut self, rec: &[u8], prices: &Prices, out: &mut Vec<Seq>) {
         self.local.reset(rec.len());
         let mut st = State {
             cursor: 0,
