@@ -351,7 +351,7 @@ fn prepare(
                 options.threads,
                 options.effort,
             );
-            let model = enc.model_bytes()?;
+            let model = enc.model_bytes(global::STORE_DICT_LEVEL)?;
             Prepared::Global(Box::new(enc), model)
         }
         Codec::Shared => {

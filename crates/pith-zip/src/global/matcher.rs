@@ -17,7 +17,6 @@ use pith_enc::le;
 use pith_enc::prefix::common_len;
 
 use super::prefetch;
-use super::table::Table;
 
 /// Bytes hashed to find candidates.
 pub(crate) const HASH_LEN: usize = 6;
@@ -39,10 +38,10 @@ pub(crate) fn hash(bytes: &[u8], bits: u32) -> usize {
 /// Hash chains over the dictionary, or only their heads (the front-most
 /// position of each hash) for the fast parse.
 pub(crate) struct DictIndex {
-    dict: Table<u8>,
+    dict: Vec<u8>,
     bits: u32,
-    head: Table,
-    chain: Table,
+    head: Vec<u32>,
+    chain: Vec<u32>,
 }
 
 impl DictIndex {
@@ -50,20 +49,18 @@ impl DictIndex {
     /// with the chains behind the heads when `chains`.
     pub(crate) fn new(dict: &[u8], chains: bool) -> Self {
         let bits = (usize::BITS - dict.len().max(1 << 12).leading_zeros()).clamp(12, 22);
-        let mut head = Table::new(1 << bits, NONE);
+        let mut head = vec![NONE; 1 << bits];
         let positions = dict.len().saturating_sub(HASH_LEN - 1);
-        let mut chain = Table::new(if chains { positions } else { 0 }, NONE);
-        let heads = head.as_mut_slice();
-        let links = chain.as_mut_slice();
+        let mut chain = vec![NONE; if chains { positions } else { 0 }];
         for p in (0..positions).rev() {
             let h = hash(&dict[p..], bits);
-            if let Some(link) = links.get_mut(p) {
-                *link = heads[h];
+            if let Some(link) = chain.get_mut(p) {
+                *link = head[h];
             }
-            heads[h] = p as u32;
+            head[h] = p as u32;
         }
         DictIndex {
-            dict: Table::from_slice(dict),
+            dict: dict.to_vec(),
             bits,
             head,
             chain,
@@ -71,13 +68,13 @@ impl DictIndex {
     }
 
     pub(crate) fn dict(&self) -> &[u8] {
-        self.dict.as_slice()
+        &self.dict
     }
 
     /// Whether the chains behind the heads are there (else a walk stops
     /// at the head).
     pub(crate) fn has_chains(&self) -> bool {
-        self.chain.len() > 0 || self.dict.len() < HASH_LEN
+        !self.chain.is_empty() || self.dict.len() < HASH_LEN
     }
 
     /// Memory held: the dictionary copy and the chains.
@@ -89,14 +86,14 @@ impl DictIndex {
     #[inline]
     pub(crate) fn prefetch_head(&self, s: &[u8]) {
         if s.len() >= HASH_LEN {
-            prefetch(self.head.as_slice(), hash(s, self.bits));
+            prefetch(&self.head, hash(s, self.bits));
         }
     }
 
     /// The chain heads, indexed by the top [`DictIndex::bits`] bits of [`mix`].
     #[inline]
     pub(crate) fn heads(&self) -> &[u32] {
-        self.head.as_slice()
+        &self.head
     }
 
     /// Bits of the chain heads' hash.
@@ -117,8 +114,8 @@ impl DictIndex {
         if s.len() < HASH_LEN {
             return;
         }
-        let chain = self.chain.as_slice();
-        let mut p = self.head.as_slice()[hash(s, self.bits)];
+        let chain = &self.chain;
+        let mut p = self.head[hash(s, self.bits)];
         let mut seen = 0;
         while p != NONE && seen < depth {
             let at = p as usize;

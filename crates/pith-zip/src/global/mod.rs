@@ -45,7 +45,6 @@ mod fast;
 mod matcher;
 mod parse;
 mod symbols;
-mod table;
 
 use std::sync::Arc;
 
@@ -250,9 +249,9 @@ impl Encoder {
     /// statistics would see free copies). A first parse finds which
     /// dictionary bytes are referenced most; those are copied to the front
     /// of the dictionary, where positions are cheap. Two more rounds settle
-    /// the codes, each parsing with the prices of the round before; the
-    /// last parses with `effort`, so the codes fit the parse that will
-    /// encode with them. Each round's parse is split across up to
+    /// the codes, each parsing with the prices of the round before and with
+    /// `effort`, so the codes fit the parse that will encode with them (on
+    /// Debian, fast rounds give the same ratio as thorough ones, sooner). Each round's parse is split across up to
     /// `threads` threads (counts add up, so the result does not depend on
     /// the split).
     pub(crate) fn train<R: AsRef<[u8]> + Sync>(
@@ -270,7 +269,7 @@ impl Encoder {
         for round in 0..3 {
             let index = parser.index().clone();
             let prices_now = &prices;
-            let round_effort = if round == 2 { effort } else { Effort::Thorough };
+            let round_effort = if round >= 1 { effort } else { Effort::Thorough };
             // Per part: symbol counts, and in round 0 the dictionary spans
             // copied (to find the hot bytes).
             let parse_part = |part: &[R]| {
@@ -388,10 +387,11 @@ impl Encoder {
     }
 
     /// The model section: header, code lengths, and the dictionary
-    /// compressed as one zstd frame.
-    pub(crate) fn model_bytes(&self) -> Result<Vec<u8>> {
+    /// compressed as one zstd frame at `level` ([`STORE_DICT_LEVEL`] or
+    /// [`MODEL_DICT_LEVEL`]).
+    pub(crate) fn model_bytes(&self, level: i32) -> Result<Vec<u8>> {
         let dict = self.parser.dict();
-        let packed = compress_dict(dict)?;
+        let packed = compress_dict(dict, level)?;
         let mut out = Vec::with_capacity(packed.len() + 1024);
         out.extend_from_slice(&MAGIC);
         le::put_u32(&mut out, dict.len() as u32);
@@ -423,16 +423,23 @@ fn zerr(code: usize) -> Error {
     Error::Zstd(zstd_safe::get_error_name(code).to_string())
 }
 
-/// zstd level of the stored dictionary. Measured on an 8 MiB Debian
-/// dictionary: level 19 takes 3.4 s for 1.76 MB, level 16 1.5 s for
-/// 1.80 MB; the 2 s saved on every build are worth 0.4% of the store.
-const DICT_LEVEL: i32 = 16;
+/// zstd level of the dictionary a self-contained store holds. Measured on
+/// an 8 MiB Debian dictionary: level 19 takes 3.4 s for 1.76 MB, level 16
+/// 1.5 s for 1.80 MB; the 2 s saved on every build are worth 0.4% of the
+/// store.
+pub(crate) const STORE_DICT_LEVEL: i32 = 16;
 
-fn compress_dict(dict: &[u8]) -> Result<Vec<u8>> {
+/// zstd level of a shared model's dictionary. A model is trained while
+/// writes wait for its first flush, and a database holds one copy: on 3 MB
+/// of Debian records level 9 takes 0.13 s for 643 KB, level 16 1.08 s for
+/// 588 KB (zstd 1.5, this VM), so a second of ingest costs 55 KB once.
+pub(crate) const MODEL_DICT_LEVEL: i32 = 9;
+
+fn compress_dict(dict: &[u8], level: i32) -> Result<Vec<u8>> {
     let mut cctx = zstd_safe::CCtx::create();
     let window = (usize::BITS - dict.len().max(1 << 10).leading_zeros()).clamp(10, 30);
     for p in [
-        CParameter::CompressionLevel(DICT_LEVEL),
+        CParameter::CompressionLevel(level),
         CParameter::WindowLog(window),
         CParameter::EnableLongDistanceMatching(true),
     ] {
@@ -515,7 +522,7 @@ mod tests {
 
     fn roundtrip_with(dict: &[u8], training: &[&[u8]], records: &[&[u8]], effort: Effort) -> usize {
         let mut enc = Encoder::train(dict, training, DEFAULT_DEPTH, 2, effort);
-        let model = enc.model_bytes().unwrap();
+        let model = enc.model_bytes(STORE_DICT_LEVEL).unwrap();
         let dec = Decoder::open(&model).unwrap();
         let mut total = 0;
         for r in records {
