@@ -20,13 +20,17 @@
 //!    candidate and up to `LOCAL_DEPTH` local ones. A match is extended
 //!    backwards over pending literals before it is taken.
 //!
-//! Measured (more in the README, "Ingest"): on the 50 MB
-//! Debian set, one core of the 2-core VM, about 4x the thorough parse's
-//! speed for 9% more bytes (ratio 3.79 against 4.15). Walking the chains
-//! even two deep halves the speed again (each link is a miss no pass can
-//! prefetch); a head table of 2^18 entries instead of up to 2^22 is faster
-//! still but loses another 5% of ratio; searching a window around the
-//! prediction after each difference gained under 1%.
+//! Measured (more in the README, "Ingest"): on the 50 MB Debian set, one
+//! core of the 2-core VM, 42-59 MB/s to 3.67x against the thorough parse's
+//! 8-10 MB/s to 4.15x. Walking the chains even two deep halves the speed
+//! (each link is a miss no pass can prefetch); a head table of 2^22
+//! entries instead of 2^18 gains 3% of ratio for a third of the speed;
+//! searching a window around the prediction after each difference gained
+//! under 1%. What the fast parse loses is mostly anchoring: the front-most
+//! candidate of a common prefix ("Package: ") is rarely the record this
+//! one nearly copies, so it takes a few literals and an absolute position
+//! to find it. A second table on a longer hash (zstd's "double fast")
+//! would be the next thing to try.
 //!
 //! Invariants: the same as [`super::parse`]'s sequences (they tile the
 //! record in order, every match is `MIN_MATCH..=MAX_MATCH` long and its
