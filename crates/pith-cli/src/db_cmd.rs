@@ -300,6 +300,7 @@ pub fn stats(args: &StatsArgs) -> Result<(), CliError> {
     let raw_values = s.total(|x| x.raw_value_bytes);
     let index = s.total(|x| x.index_bytes);
     let store = s.total(|x| x.store_bytes);
+    let resident = s.total(|x| x.resident_bytes);
     let ratio = (raw_keys + raw_values) as f64 / s.disk_bytes.max(1) as f64;
     if args.json {
         let segments: Vec<serde_json::Value> = s
@@ -308,7 +309,7 @@ pub fn stats(args: &StatsArgs) -> Result<(), CliError> {
             .map(|x| {
                 serde_json::json!({"number": x.number, "keys": x.keys, "records": x.records,
                 "tombstones": x.tombstones, "index_bytes": x.index_bytes, "store_bytes": x.store_bytes,
-                "file_bytes": x.file_bytes, "codec": x.codec, "model": x.model})
+                "resident_bytes": x.resident_bytes, "file_bytes": x.file_bytes, "codec": x.codec, "model": x.model})
             })
             .collect();
         let models: Vec<serde_json::Value> = s
@@ -324,6 +325,7 @@ pub fn stats(args: &StatsArgs) -> Result<(), CliError> {
         let v = serde_json::json!({
             "keys": keys, "raw_key_bytes": raw_keys, "raw_value_bytes": raw_values,
             "index_bytes": index, "value_store_bytes": store, "disk_bytes": s.disk_bytes,
+            "resident_index_bytes": resident,
             "wal_bytes": s.wal_bytes, "memtable_bytes": s.memtable_bytes,
             "compression_ratio": ratio, "segment_count": s.segments.len(), "segments": segments,
             "last_sequence": s.last_sequence, "models": models,
@@ -336,6 +338,7 @@ pub fn stats(args: &StatsArgs) -> Result<(), CliError> {
     println!("raw value bytes          {raw_values}");
     println!("index (trie) bytes       {index}");
     println!("value store bytes        {store}");
+    println!("resident index bytes     {resident} (trie, tags, history, Bloom: kept in memory)");
     println!("files on disk, bytes     {}", s.disk_bytes);
     println!("  of which logs          {}", s.wal_bytes);
     println!("compression ratio        {ratio:.2}x (raw keys and values / files on disk)");

@@ -294,7 +294,15 @@ impl Inner {
         let opened = fs
             .sync_dir(&self.dir)
             .map_err(|e| Error::io(&self.dir, e))
-            .and_then(|()| Segment::open(&self.fs, &path, number, &lookup));
+            .and_then(|()| {
+                Segment::open(
+                    &self.fs,
+                    &path,
+                    number,
+                    &lookup,
+                    self.options.resident_index,
+                )
+            });
         match opened {
             Ok(s) => Ok(Some(Arc::new(s))),
             Err(e) => {

@@ -152,6 +152,7 @@ fn segment_matches_docs() {
         std::path::Path::new("golden.seg"),
         1,
         &|_| None,
+        true,
     )
     .expect("the documented bytes open");
     seg.verify().expect("verify");

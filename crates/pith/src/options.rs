@@ -48,6 +48,14 @@ pub struct Options {
     /// Threads one segment build encodes values (or trains a model) with,
     /// the building thread included; default: the number of cores.
     pub background_threads: usize,
+    /// Keep a copy of what a point lookup walks in each segment (its trie,
+    /// record tags, history and Bloom filter) in memory, so those stay
+    /// resident however little page cache is left and a lookup costs at
+    /// most the reads of its value; default true. Costs their size in
+    /// memory (`pith stats` shows the tries' bytes; the rest is about a
+    /// byte per record). Off, they are read through the file mapping like
+    /// the values, and the kernel may evict them.
+    pub resident_index: bool,
     /// Bits per key of each segment's Bloom filter (0: none); default 10,
     /// about 1% false positives.
     pub bloom_bits_per_key: u32,
@@ -116,6 +124,7 @@ impl Default for Options {
             flush_zip,
             merge_zip: pith_zip::Options::default(),
             background_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            resident_index: true,
             bloom_bits_per_key: 10,
             bulk_chunk_bytes: 256 << 20,
             build_memory_bytes: None,

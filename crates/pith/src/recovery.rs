@@ -176,7 +176,7 @@ pub(crate) fn open(
     let mut segments = Vec::with_capacity(m.segments.len());
     for e in &m.segments {
         let path = filename::path(dir, e.number, FileKind::Segment);
-        let s = Segment::open(&fs, &path, e.number, &lookup)?;
+        let s = Segment::open(&fs, &path, e.number, &lookup, options.resident_index)?;
         if crate::core::entry_of(&s) != *e {
             return Err(Error::corrupt(
                 &path,

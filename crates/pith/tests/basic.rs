@@ -218,3 +218,43 @@ fn a_build_memory_budget_still_builds_every_segment_kind() {
     }
     db.verify().unwrap();
 }
+
+/// With `resident_index` a segment's lookup sections are copied into
+/// memory (and counted), without it they are not; reads agree either way,
+/// and a database written with one opens with the other.
+#[test]
+fn resident_index_is_counted_and_changes_no_result() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut expected = Vec::new();
+    for (pass, resident) in [(0u32, true), (1, false), (2, true)] {
+        let options = Options {
+            resident_index: resident,
+            ..common::small()
+        };
+        let db = DB::open(dir.path(), options).expect("open");
+        for i in 0..500u32 {
+            let k = format!("key{pass}-{i:04}");
+            let v = format!("value {i} {}", "y".repeat((i % 40) as usize));
+            db.put(&k, &v).expect("put");
+            expected.push((k.into_bytes(), v.into_bytes()));
+        }
+        db.flush().expect("flush");
+        expected.sort();
+        let stats = db.stats().expect("stats");
+        assert!(!stats.segments.is_empty());
+        for s in &stats.segments {
+            let floor = s.index_bytes + s.meta_bytes;
+            if resident {
+                assert!(s.resident_bytes >= floor, "{s:?}");
+                assert!(s.resident_bytes < floor + 64, "{s:?}");
+            } else {
+                assert_eq!(s.resident_bytes, 0, "{s:?}");
+            }
+        }
+        assert_eq!(common::all(&db), expected);
+        for (k, v) in &expected {
+            assert_eq!(db.get(k).expect("get").as_ref(), Some(v));
+        }
+        db.verify().expect("verify");
+    }
+}

@@ -18,7 +18,7 @@ use crate::wal;
 /// up and its visible value decoded, a cursor walk both ways, `verify`.
 pub fn segment(data: &[u8]) {
     let bytes = crate::env::FileBytes::heap(data.to_vec());
-    let Ok(seg) = Segment::from_bytes(bytes, Path::new("fuzz.seg"), 1, &|_| None) else {
+    let Ok(seg) = Segment::from_bytes(bytes, Path::new("fuzz.seg"), 1, &|_| None, true) else {
         return;
     };
     let mut out = Vec::new();

@@ -60,7 +60,31 @@ pub(crate) struct Segment {
     /// The shared model its store is encoded with, if any (held so the
     /// model outlives every segment using it).
     model: Option<Arc<ModelFile>>,
+    /// Copies of the sections a lookup walks, when kept resident (the
+    /// views borrow it instead of `map`).
+    resident: Box<[u64]>,
     map: FileBytes,
+}
+
+/// Sections a point lookup reads besides the values (the store's offsets
+/// are a few bits per record and stay in the mapping).
+const LOOKUP_SECTIONS: [usize; 4] = [format::TRIE, format::TAGS, format::HISTORY, format::BLOOM];
+
+/// Copies of `sections[i]` for `i` in [`LOOKUP_SECTIONS`], each starting
+/// on a word boundary.
+fn resident_copy(sections: &[&[u8]; SECTIONS]) -> Box<[u64]> {
+    let words: usize = LOOKUP_SECTIONS
+        .iter()
+        .map(|&i| sections[i].len().div_ceil(8))
+        .sum();
+    let mut copy = vec![0u64; words].into_boxed_slice();
+    let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut copy);
+    let mut at = 0;
+    for &i in &LOOKUP_SECTIONS {
+        bytes[at..at + sections[i].len()].copy_from_slice(sections[i]);
+        at += sections[i].len().div_ceil(8) * 8;
+    }
+    copy
 }
 
 /// Finds an open model file by number.
@@ -87,6 +111,9 @@ pub struct SegmentInfo {
     pub store_bytes: u64,
     /// Bytes of tags, history index and Bloom filter.
     pub meta_bytes: u64,
+    /// Bytes held in memory for lookups (trie, tags, history and Bloom
+    /// filter copied out of the file; 0 unless `Options::resident_index`).
+    pub resident_bytes: u64,
     /// File size.
     pub file_bytes: u64,
     /// The record store's codec.
@@ -109,20 +136,23 @@ impl Segment {
         path: &Path,
         number: u64,
         models: ModelLookup<'_>,
+        resident: bool,
     ) -> Result<Segment> {
         let map = fs.map(path).map_err(|e| Error::io(path, e))?;
-        let mut segment = Segment::from_bytes(map, path, number, models)?;
+        let mut segment = Segment::from_bytes(map, path, number, models, resident)?;
         segment.fs = Some(fs.clone());
         Ok(segment)
     }
 
     /// Validates a segment's bytes; `path` names it in errors, `models`
-    /// finds the shared model its store needs.
+    /// finds the shared model its store needs; `resident` copies the
+    /// sections a lookup walks into memory (`Options::resident_index`).
     pub(crate) fn from_bytes(
         map: FileBytes,
         path: &Path,
         number: u64,
         models: ModelLookup<'_>,
+        resident: bool,
     ) -> Result<Segment> {
         // SAFETY: the slice points into the bytes owned by `map` (a mapping
         // or a heap allocation), which lives in the same struct, is never
@@ -169,6 +199,26 @@ impl Segment {
             }
             end = stop.unwrap_or(0);
             sections[i] = &bytes[s.offset as usize..end as usize];
+        }
+        let resident = if resident {
+            resident_copy(&sections)
+        } else {
+            Box::default()
+        };
+        if !resident.is_empty() {
+            // SAFETY: as for `bytes` above: the copy is a heap allocation
+            // owned by the same struct, never changed or moved out, and
+            // dropped after every view (declaration order); moving the box
+            // does not move what it points to.
+            let copy: &'static [u8] = unsafe {
+                std::slice::from_raw_parts(resident.as_ptr().cast::<u8>(), resident.len() * 8)
+            };
+            let mut at = 0;
+            for &i in &LOOKUP_SECTIONS {
+                let len = sections[i].len();
+                sections[i] = &copy[at..at + len];
+                at += len.div_ceil(8) * 8;
+            }
         }
         for i in [format::TAGS, format::HISTORY, format::BLOOM] {
             let s = header.sections[i];
@@ -291,6 +341,7 @@ impl Segment {
             obsolete: AtomicBool::new(false),
             fs: None,
             model,
+            resident,
             map,
         })
     }
@@ -458,6 +509,7 @@ impl Segment {
             index_bytes: s[format::TRIE].len,
             store_bytes: s[format::STORE].len,
             meta_bytes: s[format::TAGS].len + s[format::HISTORY].len + s[format::BLOOM].len,
+            resident_bytes: 8 * self.resident.len() as u64,
             file_bytes: self.file_bytes,
             codec: self.store.codec().name().to_string(),
             model: self.model.as_ref().map(|m| m.number),
