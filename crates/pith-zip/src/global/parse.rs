@@ -102,13 +102,10 @@ struct State {
 }
 
 impl Parser {
-    /// A thorough parser over `dict`, chains and all.
-    pub(crate) fn new(dict: &[u8], depth: usize) -> Self {
-        Parser::over(
-            Arc::new(DictIndex::new(dict, true)),
-            depth,
-            Effort::Thorough,
-        )
+    /// A parser over `dict` (with the chains when `effort` needs them).
+    pub(crate) fn new(dict: &[u8], depth: usize, effort: Effort) -> Self {
+        let chains = effort == Effort::Thorough;
+        Parser::over(Arc::new(DictIndex::new(dict, chains)), depth, effort)
     }
 
     /// A parser over an index built before (a shared model's, or one a
