@@ -275,11 +275,6 @@ impl FastParse {
             p = start + len;
             st.lit_start = p;
         }
-        out.push(Seq {
-            lit_start: st.lit_start,
-            lit_len: rec.len() - st.lit_start,
-            match_len: 0,
-            source: Source::LocalRepeat,
-        });
+        out.push(Seq::last(st.lit_start, rec.len()));
     }
 }

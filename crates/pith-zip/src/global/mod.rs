@@ -572,4 +572,21 @@ mod tests {
         // a few more matches to find pkg77's record.
         assert!(fast < rec.len() / 6, "{fast} bytes for {}", rec.len());
     }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+        /// Records over a three-letter alphabet against a dictionary of
+        /// the same: every position has candidates, matches overlap their
+        /// own output, run into the record's start and end, and extend
+        /// backwards; both parses must round-trip.
+        #[test]
+        fn repetitive_records_round_trip_with_both_parses(
+            dict in proptest::collection::vec(0u8..3, 0..2000),
+            records in proptest::collection::vec(proptest::collection::vec(0u8..3, 0..400), 1..12),
+        ) {
+            let records: Vec<&[u8]> = records.iter().map(Vec::as_slice).collect();
+            roundtrip(&dict, &records[..records.len() / 2], &records);
+        }
+    }
 }

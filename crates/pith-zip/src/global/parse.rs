@@ -28,6 +28,19 @@ pub(crate) struct Seq {
     pub(crate) source: Source,
 }
 
+impl Seq {
+    /// The closing sequence of a record of `len` bytes: the literals from
+    /// `lit_start` on, and no match.
+    pub(crate) fn last(lit_start: usize, len: usize) -> Seq {
+        Seq {
+            lit_start,
+            lit_len: len - lit_start,
+            match_len: 0,
+            source: Source::LocalRepeat,
+        }
+    }
+}
+
 /// Bit costs the parse optimizes against.
 #[derive(Clone, Debug)]
 pub(crate) struct Prices {
@@ -262,11 +275,6 @@ impl Parser {
             p += here.len as usize;
             st.lit_start = p;
         }
-        out.push(Seq {
-            lit_start: st.lit_start,
-            lit_len: rec.len() - st.lit_start,
-            match_len: 0,
-            source: Source::LocalRepeat,
-        });
+        out.push(Seq::last(st.lit_start, rec.len()));
     }
 }
