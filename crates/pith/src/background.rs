@@ -71,6 +71,24 @@ pub(crate) fn merge_due(st: &State, o: &Options) -> Option<Range<usize>> {
     pick_merge(&sizes, o.merge_trigger, o.max_merge_width)
 }
 
+/// True when a full compaction would only rewrite what is there: one
+/// segment, nothing in it to drop, its values in the current shared model
+/// (so a merge would copy them). RocksDB's `CompactRange` leaves its
+/// bottommost level alone in the same way by default. Without shared
+/// models a merge may re-encode with the merge codec, so it runs.
+fn is_compacted(st: &State, o: &Options) -> bool {
+    let current = st.model.as_ref().map(|m| m.number);
+    match st.segments.as_slice() {
+        [only] => {
+            o.shared_models
+                && only.has_nothing_to_drop()
+                && only.model().map(|m| m.number) == current
+                && current.is_some()
+        }
+        _ => false,
+    }
+}
+
 /// Which jobs a background thread takes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Role {
@@ -90,7 +108,7 @@ fn next_job(inner: &Inner, role: Role) -> Option<Job> {
             let job = inner.with_state(|st| match role {
                 Role::Flush => st.frozen.first().map(|m| Job::Flush(m.clone())),
                 Role::Merge if bg.compactions_requested > bg.compactions_done => {
-                    if st.segments.is_empty() {
+                    if st.segments.is_empty() || is_compacted(st, &inner.options) {
                         None
                     } else {
                         Some(Job::Merge(

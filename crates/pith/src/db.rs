@@ -370,7 +370,11 @@ impl DB {
 
     /// Flushes, then merges all segments into one, dropping every version
     /// and tombstone no snapshot needs, and re-encoding values with the
-    /// merge codec. Waits until done.
+    /// merge codec (or the current shared model). Waits until done. A
+    /// database that is already one segment with nothing to drop, its
+    /// values in the current shared model, is left as it is (a merge
+    /// would rewrite the same records), as RocksDB's `CompactRange` leaves
+    /// its bottommost level by default.
     pub fn compact(&self) -> Result<()> {
         self.flush()?;
         let target = {

@@ -251,3 +251,42 @@ fn a_bulk_load_trains_once_and_its_chunks_share_the_model() {
         .all(|x| x.model == Some(s.models[0].number)));
     check(&db, 0..3000, |i| package(i, "b"));
 }
+
+/// A full compaction of a database that is already one segment with
+/// nothing to drop, in the current model, rewrites nothing; one with a
+/// tombstone or an older version to drop is merged.
+#[test]
+fn compacting_a_compacted_database_rewrites_nothing() {
+    let fs = MemFs::new();
+    let db = DB::open("/db", options(&fs)).expect("open");
+    for i in 0..2000 {
+        db.put(format!("key{i:05}"), package(i, "a")).expect("put");
+    }
+    db.compact().expect("compact");
+    let first = files(&fs, ".seg");
+    assert_eq!(first.len(), 1, "{first:?}");
+    db.compact().expect("compact again");
+    assert_eq!(files(&fs, ".seg"), first, "a settled segment was rewritten");
+
+    db.delete("key00007").expect("delete");
+    db.compact().expect("compact with a tombstone");
+    let after = files(&fs, ".seg");
+    assert_eq!(after.len(), 1, "{after:?}");
+    assert_ne!(after, first, "a tombstone to drop must merge");
+    let stats = db.stats().expect("stats");
+    assert_eq!(stats.segments[0].tombstones, 0);
+    assert_eq!(stats.segments[0].keys, 1999);
+
+    db.put("key00008", "new value").expect("put");
+    db.flush().expect("flush");
+    db.compact().expect("compact with an older version");
+    let last = files(&fs, ".seg");
+    assert_eq!(last.len(), 1, "{last:?}");
+    assert_ne!(last, after);
+    assert_eq!(
+        db.get("key00008").expect("get").as_deref(),
+        Some(&b"new value"[..])
+    );
+    assert_eq!(db.get("key00007").expect("get"), None);
+    db.verify().expect("verify");
+}

@@ -48,6 +48,8 @@ pub(crate) struct Segment {
     header: Header,
     /// Twice the mean value length (capped), reserved before a decode.
     typical_value: usize,
+    /// Tombstones among all its records.
+    tombstones: u64,
     /// File number.
     pub number: u64,
     path: PathBuf,
@@ -305,13 +307,16 @@ impl Segment {
         }
         let (hist_keys, hist_starts) = split_history(history, header.keys, header.records)
             .map_err(|d| corrupt(at(format::HISTORY), d))?;
+        let mut tombstones = 0;
         for r in 0..header.records {
-            if tag_seq(tags.get(r)) > header.max_seq {
+            let tag = tags.get(r);
+            if tag_seq(tag) > header.max_seq {
                 return Err(corrupt(
                     at(format::TAGS),
                     format!("record {r} has a sequence number above the segment's maximum"),
                 ));
             }
+            tombstones += u64::from(tag_kind(tag) == Kind::Delete);
         }
         for (j, &key) in hist_keys.iter().enumerate() {
             let mut above = tag_seq(tags.get(key));
@@ -335,6 +340,7 @@ impl Segment {
             bloom,
             file_bytes: bytes.len() as u64,
             typical_value,
+            tombstones,
             header,
             number,
             path: path.to_path_buf(),
@@ -364,6 +370,12 @@ impl Segment {
 
     pub(crate) fn file_bytes(&self) -> u64 {
         self.file_bytes
+    }
+
+    /// True when a merge of this segment alone would drop nothing: it
+    /// holds one version per key and no tombstone.
+    pub(crate) fn has_nothing_to_drop(&self) -> bool {
+        self.header.keys == self.header.records && self.tombstones == 0
     }
 
     pub(crate) fn trie(&self) -> &Trie<'_> {
@@ -501,9 +513,7 @@ impl Segment {
             number: self.number,
             keys: self.header.keys,
             records: self.header.records,
-            tombstones: (0..self.header.records)
-                .filter(|&r| tag_kind(self.tags.get(r)) == Kind::Delete)
-                .count() as u64,
+            tombstones: self.tombstones,
             raw_key_bytes: self.header.raw_key_bytes,
             raw_value_bytes: self.store.raw_bytes(),
             index_bytes: s[format::TRIE].len,
