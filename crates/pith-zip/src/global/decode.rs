@@ -35,8 +35,9 @@ pub(crate) struct Decoder {
     dict: Dictionary,
     literals: Vec<huffman::Decoder>,
     /// All literal tables in one array, context `c` at `c << MAX_BITS`,
-    /// entries `length | symbol << 4` as in [`huffman::Decoder`]: one array
-    /// small enough for L1, and no pointer to chase per literal.
+    /// entries `length | byte << 4 | class << 12` (see [`literal_entry`]):
+    /// one array, no pointer to chase per literal, and the next literal's
+    /// context comes from the entry, not from a second lookup.
     literal_table: Box<[u16]>,
     lit_len: huffman::Decoder,
     match_len: huffman::Decoder,
@@ -75,6 +76,22 @@ impl Dictionary {
     }
 }
 
+/// Class of a literal entry whose symbol is the escape.
+const ESCAPE_CLASS: u16 = 15;
+
+/// A literal-table entry from a [`huffman::Decoder`] entry
+/// (`length | symbol << 4`): the length, the byte, and the byte's
+/// [`CONTEXT_OF`] class ([`ESCAPE_CLASS`] for the escape symbol).
+fn literal_entry(e: u16) -> u16 {
+    let (len, symbol) = (e & 15, usize::from(e >> 4));
+    let class = if symbol == LITERAL_ESCAPE {
+        ESCAPE_CLASS
+    } else {
+        u16::from(CONTEXT_OF[symbol & 255])
+    };
+    len | ((symbol & 255) as u16) << 4 | class << 12
+}
+
 fn bad(detail: impl Into<String>) -> Error {
     Error::Codec(detail.into())
 }
@@ -110,7 +127,11 @@ impl Decoder {
         let match_len = tables.pop().ok_or_else(|| bad("missing table"))?;
         let lit_len = tables.pop().ok_or_else(|| bad("missing table"))?;
         debug_assert_eq!(tables.len(), CONTEXTS);
-        let literal_table = tables.iter().flat_map(|t| t.table()).copied().collect();
+        let literal_table = tables
+            .iter()
+            .flat_map(|t| t.table())
+            .map(|&e| literal_entry(e))
+            .collect();
         Ok(Decoder {
             dict: Dictionary::new(dict),
             literals: tables,
@@ -172,14 +193,16 @@ impl Decoder {
                     return Err(bad("invalid literal code"));
                 }
                 r.consume(len);
-                let mut b = usize::from(e >> 4);
-                if b == LITERAL_ESCAPE {
-                    b = self.literals[ctx]
+                let mut class = (e >> 12) as u8;
+                let mut b = (e >> 4) as u8;
+                if u16::from(class) == ESCAPE_CLASS {
+                    let escaped = self.literals[ctx]
                         .escaped(&mut r)
                         .ok_or_else(|| bad("escaped literal out of range"))?;
+                    b = escaped as u8;
+                    class = CONTEXT_OF[escaped & 255];
                 }
-                *slot = b as u8;
-                let class = CONTEXT_OF[b & 255];
+                *slot = b;
                 hexes = if is_hex_class(class) { hexes + 1 } else { 0 };
                 ctx = usize::from(next_context(class, hexes));
             }
