@@ -270,7 +270,10 @@ pub(crate) fn train_fastcover(material: &[&[u8]], capacity: usize) -> Option<Vec
 /// Bytes of held-out records trial-encoded when choosing a codec.
 pub(crate) const TRIAL_BYTES: usize = 1 << 20;
 /// Bytes of held-out records the global codec's codes are trained on.
-pub(crate) const TRAINING_BYTES: usize = 4 << 20;
+/// Measured with shared models (fast parse): 2 MiB against 4 MiB gives
+/// 0.1% smaller stores on debian-packages and 0.2% larger on the bundled
+/// sample, and trains in 0.60-0.64 s instead of 0.69-0.82 s on Debian.
+pub(crate) const TRAINING_BYTES: usize = 2 << 20;
 
 /// One codec made ready to encode: its encoder and its dictionary or model
 /// section.
