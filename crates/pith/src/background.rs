@@ -48,6 +48,8 @@ use crate::training;
 
 enum Job {
     Flush(Arc<Memtable>),
+    /// Train the first model from the live memtable.
+    TrainEarly(Arc<Memtable>),
     /// A window; for a full compaction, the request count it satisfies.
     Merge(Range<usize>, Option<u64>),
 }
@@ -106,7 +108,14 @@ fn next_job(inner: &Inner, role: Role) -> Option<Job> {
         }
         if bg.error.is_none() {
             let job = inner.with_state(|st| match role {
-                Role::Flush => st.frozen.first().map(|m| Job::Flush(m.clone())),
+                Role::Flush => st
+                    .frozen
+                    .first()
+                    .map(|m| Job::Flush(m.clone()))
+                    .or_else(|| {
+                        training::early_training_due(st, &bg, &inner.options)
+                            .then(|| Job::TrainEarly(st.mem.clone()))
+                    }),
                 Role::Merge if bg.compactions_requested > bg.compactions_done => {
                     if st.segments.is_empty() || is_compacted(st, &inner.options) {
                         None
@@ -119,6 +128,9 @@ fn next_job(inner: &Inner, role: Role) -> Option<Job> {
                 }
                 Role::Merge => merge_due(st, &inner.options).map(|w| Job::Merge(w, None)),
             });
+            if let Some(Job::TrainEarly(mem)) = &job {
+                bg.trained_early_from = Some(mem.oldest_log());
+            }
             if job.is_some() {
                 return job;
             }
@@ -137,6 +149,7 @@ pub(crate) fn run(inner: &Inner, role: Role) {
     while let Some(job) = next_job(inner, role) {
         let result = std::panic::catch_unwind(AssertUnwindSafe(|| match job {
             Job::Flush(mem) => flush(inner, &mem),
+            Job::TrainEarly(mem) => training::train_early(inner, &mem),
             Job::Merge(window, full) => merge(inner, window).map(|()| {
                 // Only the requests made before this merge started are done.
                 if let Some(requested) = full {

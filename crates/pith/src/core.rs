@@ -78,6 +78,9 @@ pub(crate) struct Bg {
     pub records_encoded: u64,
     /// The first failure that stopped writes.
     pub error: Option<Arc<Error>>,
+    /// The live memtable (by its log) the first model was last trained
+    /// from early, so it is tried once per memtable.
+    pub trained_early_from: Option<u64>,
 }
 
 /// One queued write.

@@ -116,6 +116,9 @@ impl Inner {
             }
             let st = self.current();
             if st.mem.approximate_bytes() < self.options.memtable_bytes {
+                if crate::training::early_training_due(&st, &bg, &self.options) {
+                    self.bg_cv.notify_all();
+                }
                 return Ok(());
             }
             if st.frozen.len() < self.options.max_frozen_memtables

@@ -290,3 +290,41 @@ fn compacting_a_compacted_database_rewrites_nothing() {
     assert_eq!(db.get("key00007").expect("get"), None);
     db.verify().expect("verify");
 }
+
+/// With memtables at least twice the training sample, the first model is
+/// trained from the live memtable once it holds a sample's worth, while
+/// writes go on; the first flush then encodes with it and trains nothing.
+#[test]
+fn the_first_model_is_trained_while_the_first_memtable_fills() {
+    let fs = MemFs::new();
+    let mut opts = options(&fs);
+    opts.memtable_bytes = 1 << 20;
+    opts.merge_zip.sample_bytes = 128 << 10;
+    let db = DB::open("/db", opts.clone()).expect("open");
+    // About 300 KiB: past the sample, well short of the memtable.
+    load(&db, 0..1500, |i| package(i, "a"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let early = loop {
+        let s = db.stats().expect("stats");
+        assert!(s.segments.is_empty(), "nothing was flushed yet");
+        if let Some(m) = s.models.first() {
+            break m.number;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no model trained early"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    };
+    load(&db, 1500..3000, |i| package(i, "a"));
+    db.flush().expect("flush");
+    let s = db.stats().expect("stats");
+    assert_eq!(s.models.len(), 1, "the flush trained again: {:?}", s.models);
+    assert_eq!(s.models[0].number, early);
+    assert!(s.segments.iter().all(|x| x.model == Some(early)));
+    check(&db, 0..3000, |i| package(i, "a"));
+    drop(db);
+    let db = DB::open("/db", opts).expect("reopen");
+    check(&db, 0..3000, |i| package(i, "a"));
+    assert_eq!(db.verify().expect("verify").models, 1);
+}
