@@ -165,8 +165,13 @@ pub(crate) fn train_early(inner: &Inner, mem: &Memtable) -> Result<()> {
     if sample.bytes() < MIN_TRAINING_BYTES {
         return Ok(());
     }
-    // The model serves at least the full memtable this one will become.
-    let expected = data_bytes.max(inner.options.memtable_bytes as u64);
+    // The memtable is at least twice the sample, so the flush will hold at
+    // least twice the data seen now: size the dictionary for that much (a
+    // dictionary sized for the whole memtable is memory every reader
+    // holds, spent before the data is known to come).
+    let expected = data_bytes
+        .saturating_mul(2)
+        .min(inner.options.memtable_bytes as u64);
     let number = inner.new_file_number();
     let (model, bytes) = pith_zip::Model::train(number, sample.records(), expected, &zip)
         .map_err(|e| Error::Internal(format!("training a shared model: {e}")))?;

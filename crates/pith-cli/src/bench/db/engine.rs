@@ -137,7 +137,7 @@ impl Engine for Pith {
             None => String::new(),
         };
         format!(
-            "defaults but a {} MiB memtable{budget}: log without fsync, values encoded with the database's shared model (trained at the first flush, retrained on drift), merges copying encoded records, builds on every core, 10-bit Bloom filters, no cache beyond the OS page cache",
+            "defaults but a {} MiB memtable{budget}: log without fsync, values encoded with the database's shared model (trained while the first memtable fills, or at the first flush; retrained on drift), merges copying encoded records, builds on every core, 10-bit Bloom filters, no cache beyond the OS page cache",
             self.memtable_bytes >> 20
         )
     }
