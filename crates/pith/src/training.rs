@@ -133,10 +133,12 @@ pub(crate) fn coding_for(inner: &Inner, source: &dyn GroupSource) -> Result<Codi
 /// sample cannot outgrow the model. `None` when the memtable is less than
 /// twice that (too little of the fill would be left to overlap).
 pub(crate) fn early_training_bytes(o: &Options) -> Option<usize> {
+    // At least twice the least sample: the memtable's bytes count keys
+    // and per-entry overhead besides the values a sample is made of.
     let sample = o
         .within_build_budget(&o.merge_zip)
         .sample_bytes
-        .max(MIN_TRAINING_BYTES);
+        .max(2 * MIN_TRAINING_BYTES);
     (o.memtable_bytes >= 2 * sample).then_some(sample)
 }
 

@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 
 use pith::env::{Call, CallKind, Injected};
-use pith::fuzz::api::{deterministic_options, Driver, Op};
+use pith::fuzz::api::{deterministic_options, early_training_options, Driver, Op};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
@@ -78,6 +78,33 @@ fn power_loss_keeps_every_synced_write_and_no_half_batch() {
     let s = d.summary();
     eprintln!("power loss (seed {seed}): {rounds} rounds, {s:?}");
     assert!(s.power_cuts >= rounds);
+}
+
+/// The first model trained from the live memtable while writes go on,
+/// with the power cut at a random call meanwhile (in the writes, the model
+/// file's creation, its manifest edit, or the flush after): after each
+/// cut, every synced acknowledged write is there and verify is clean.
+#[test]
+fn power_loss_during_early_training_loses_nothing() {
+    let rounds = env_count("PITH_POWER_ROUNDS", 40) / 4 + 2;
+    let seed = env_count("PITH_SEED", 0x5eed);
+    let mut rng = StdRng::seed_from_u64(seed ^ 0xea71);
+    let mut cuts = 0;
+    for _ in 0..rounds {
+        let mut d = Driver::with_options(early_training_options);
+        d.run(&Op::PowerCut {
+            after: rng.gen_range(20..400),
+            tear: rng.gen_bool(0.5).then(|| rng.gen()),
+        });
+        for _ in 0..rng.gen_range(60..160) {
+            d.run(&random_write(&mut rng));
+        }
+        d.run(&Op::Flush);
+        cuts += d.summary().power_cuts;
+        d.finish();
+    }
+    eprintln!("early training (seed {seed}): {rounds} databases, {cuts} power cuts");
+    assert!(cuts > 0);
 }
 
 /// A fixed workload: writes synced and not, flushes, a compaction, a

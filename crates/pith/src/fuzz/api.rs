@@ -120,6 +120,19 @@ pub fn small_options(fs: Arc<dyn crate::env::Fs>) -> Options {
     }
 }
 
+/// Options under which the first model is trained from the live memtable
+/// (at 16 KiB of a 64 KiB memtable) while writes go on.
+pub fn early_training_options(fs: Arc<dyn crate::env::Fs>) -> Options {
+    Options {
+        memtable_bytes: 64 << 10,
+        merge_zip: pith_zip::Options {
+            sample_bytes: 16 << 10,
+            ..pith_zip::Options::default()
+        },
+        ..small_options(fs)
+    }
+}
+
 /// Options under which the background thread works only while the caller
 /// waits for it (no automatic flush or merge: memtables of 1 MiB, merges
 /// only on `compact`), so a sequence of operations makes the same
