@@ -116,11 +116,7 @@ pub(crate) fn coding_for(inner: &Inner, source: &dyn GroupSource) -> Result<Codi
         });
     }
     drop(hold);
-    let number = inner.new_file_number();
-    let (model, bytes) = pith_zip::Model::train(number, sample.records(), data_bytes, &zip)
-        .map_err(|e| Error::Internal(format!("training a shared model: {e}")))?;
-    drop(sample);
-    let file = ModelFile::create(&inner.fs, &inner.dir, number, model, &bytes)?;
+    let file = train_model(inner, sample, data_bytes, &zip)?;
     Ok(Coding {
         _index: Some(file.model.hold_index(&zip)),
         model: Some(file),
@@ -174,15 +170,27 @@ pub(crate) fn train_early(inner: &Inner, mem: &Memtable) -> Result<()> {
     let expected = data_bytes
         .saturating_mul(2)
         .min(inner.options.memtable_bytes as u64);
-    let number = inner.new_file_number();
-    let (model, bytes) = pith_zip::Model::train(number, sample.records(), expected, &zip)
-        .map_err(|e| Error::Internal(format!("training a shared model: {e}")))?;
-    drop(sample);
-    let file = ModelFile::create(&inner.fs, &inner.dir, number, model, &bytes)?;
+    let file = train_model(inner, sample, expected, &zip)?;
     inner.apply(Edit {
         model: Some(file),
         ..Edit::default()
     })
+}
+
+/// Trains a model on `sample` for `data_bytes` of data and writes its
+/// file (durable, not yet listed in the manifest). The sample is freed
+/// before the file is written.
+fn train_model(
+    inner: &Inner,
+    sample: pith_zip::Sample,
+    data_bytes: u64,
+    zip: &pith_zip::Options,
+) -> Result<Arc<ModelFile>> {
+    let number = inner.new_file_number();
+    let (model, bytes) = pith_zip::Model::train(number, sample.records(), data_bytes, zip)
+        .map_err(|e| Error::Internal(format!("training a shared model: {e}")))?;
+    drop(sample);
+    ModelFile::create(&inner.fs, &inner.dir, number, model, &bytes)
 }
 
 /// An evenly strided sample of the newest values of `source`, tombstones

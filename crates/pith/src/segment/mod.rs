@@ -73,20 +73,21 @@ pub(crate) struct Segment {
 const LOOKUP_SECTIONS: [usize; 4] = [format::TRIE, format::TAGS, format::HISTORY, format::BLOOM];
 
 /// Copies of `sections[i]` for `i` in [`LOOKUP_SECTIONS`], each starting
-/// on a word boundary.
-fn resident_copy(sections: &[&[u8]; SECTIONS]) -> Box<[u64]> {
-    let words: usize = LOOKUP_SECTIONS
-        .iter()
-        .map(|&i| sections[i].len().div_ceil(8))
-        .sum();
-    let mut copy = vec![0u64; words].into_boxed_slice();
-    let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut copy);
-    let mut at = 0;
-    for &i in &LOOKUP_SECTIONS {
-        bytes[at..at + sections[i].len()].copy_from_slice(sections[i]);
-        at += sections[i].len().div_ceil(8) * 8;
+/// on a word boundary, and the byte offset of each copy in it (in
+/// [`LOOKUP_SECTIONS`] order).
+fn resident_copy(sections: &[&[u8]; SECTIONS]) -> (Box<[u64]>, [usize; 4]) {
+    let mut starts = [0; 4];
+    let mut end = 0;
+    for (start, &i) in starts.iter_mut().zip(&LOOKUP_SECTIONS) {
+        *start = end;
+        end += sections[i].len().div_ceil(8) * 8;
     }
-    copy
+    let mut copy = vec![0u64; end / 8].into_boxed_slice();
+    let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut copy);
+    for (&at, &i) in starts.iter().zip(&LOOKUP_SECTIONS) {
+        bytes[at..at + sections[i].len()].copy_from_slice(sections[i]);
+    }
+    (copy, starts)
 }
 
 /// Finds an open model file by number.
@@ -202,10 +203,10 @@ impl Segment {
             end = stop.unwrap_or(0);
             sections[i] = &bytes[s.offset as usize..end as usize];
         }
-        let resident = if resident {
+        let (resident, starts) = if resident {
             resident_copy(&sections)
         } else {
-            Box::default()
+            (Box::default(), [0; 4])
         };
         if !resident.is_empty() {
             // SAFETY: as for `bytes` above: the copy is a heap allocation
@@ -215,11 +216,8 @@ impl Segment {
             let copy: &'static [u8] = unsafe {
                 std::slice::from_raw_parts(resident.as_ptr().cast::<u8>(), resident.len() * 8)
             };
-            let mut at = 0;
-            for &i in &LOOKUP_SECTIONS {
-                let len = sections[i].len();
-                sections[i] = &copy[at..at + len];
-                at += len.div_ceil(8) * 8;
+            for (&at, &i) in starts.iter().zip(&LOOKUP_SECTIONS) {
+                sections[i] = &copy[at..at + sections[i].len()];
             }
         }
         for i in [format::TAGS, format::HISTORY, format::BLOOM] {
