@@ -189,11 +189,13 @@ impl DB {
         Ok(db)
     }
 
-    /// Opens an existing database for reading only: a shared lock (other
-    /// read-only handles may open it too, a writer may not), logs replayed
-    /// into memory, nothing on disk changed, no background threads. Works on
-    /// a read-only file system. Writes, `flush` and `compact` return
-    /// [`Error::ReadOnly`].
+    /// Opens an existing database for reading only, beside a writer or not
+    /// (RocksDB's read-only mode): no lock, logs replayed into memory,
+    /// nothing on disk changed, no background threads. Works on a read-only
+    /// file system. The handle sees the database as it was when it opened
+    /// (a prefix of the writes, never a torn batch); later writes of
+    /// another handle are not seen (open again to see them). Writes,
+    /// `flush` and `compact` return [`Error::ReadOnly`].
     pub fn open_read_only(path: impl AsRef<Path>, options: Options) -> Result<DB> {
         let (inner, recovery) = recovery::open(path.as_ref(), options, true)?;
         Ok(DB {

@@ -6,7 +6,10 @@
 //! 1. Without a manifest, create a database, but only in a directory that
 //!    is empty (or holds only the leftovers of an interrupted creation:
 //!    `LOCK`, `MANIFEST.tmp`). Creating deletes nothing.
-//! 2. Take the lock: exclusive for read-write, shared for read-only.
+//! 2. Read-write: take the exclusive lock. A read-only open takes no lock
+//!    and may run beside a writer: it loads steps 3 to 6 and reads the
+//!    manifest again, and loads again when a writer changed it or removed
+//!    a file meanwhile (see `load_view_beside_writer`).
 //! 3. Read the manifest; every file number on disk raises its counter, so
 //!    a number is never reused (a log created just before a crash).
 //! 4. Read-write only: remove garbage (temporary files, segments not in
@@ -26,7 +29,9 @@
 //! 7. Read-write only: create the log for new writes.
 //!
 //! A read-only open changes nothing on disk: logs are replayed into memory
-//! only.
+//! only. It sees the database as it was at one moment of its load: the
+//! newest log may end in a record a writer is still appending, which it
+//! leaves out (and reports as torn, without renaming anything).
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -78,153 +83,24 @@ pub(crate) fn open(
     if !exists {
         prepare_new(&*fs, dir)?;
     }
-    let lock = take_lock(&*fs, dir, read_only)?;
-    let mut m = match Manifest::read(&*fs, dir)? {
-        Some(_) if options.error_if_exists => {
-            return Err(Error::AlreadyExists {
-                path: dir.to_path_buf(),
-            })
-        }
-        Some(m) => m,
-        None if read_only => {
-            return Err(Error::NotFound {
-                path: dir.to_path_buf(),
-            })
-        }
-        None => {
-            let m = Manifest {
-                next_file: 1,
-                ..Manifest::default()
-            };
-            m.write(&*fs, dir)?;
-            m
-        }
+    // A read-only open takes no lock: it may run beside a writer, and
+    // loads a consistent view instead (below).
+    let lock = match read_only {
+        true => None,
+        false => take_lock(&*fs, dir)?,
     };
-
-    let live: HashSet<u64> = m.segments.iter().map(|s| s.number).collect();
-    let live_models: HashSet<u64> = m.models.iter().copied().collect();
-    let mut logs: BTreeMap<u64, PathBuf> = BTreeMap::new();
-    let mut garbage = Vec::new();
-    for name in fs.list(dir).map_err(io(dir))? {
-        if name == MANIFEST_TMP {
-            garbage.push(dir.join(name));
-            continue;
-        }
-        let Some((n, kind)) = filename::parse(&name) else {
-            continue;
-        };
-        m.next_file = m.next_file.max(n + 1);
-        let path = dir.join(&name);
-        match kind {
-            FileKind::Wal | FileKind::TornWal if n >= m.log_number => {
-                // A log and its torn copy cannot both exist (the rename is
-                // atomic); prefer the plain name if they somehow do.
-                if kind == FileKind::Wal || !logs.contains_key(&n) {
-                    logs.insert(n, path);
-                }
-            }
-            FileKind::Segment if live.contains(&n) => {}
-            FileKind::Model if live_models.contains(&n) => {}
-            FileKind::TornWal => {}
-            FileKind::Wal | FileKind::Segment | FileKind::Model | FileKind::Temp => {
-                garbage.push(path)
-            }
-        }
-    }
-    if !read_only {
-        for p in &garbage {
-            fs.remove(p).map_err(io(p))?;
-        }
-    }
-
-    let mut models = BTreeMap::new();
-    for &n in &m.models {
-        let file = ModelFile::open(&fs, dir, n).map_err(|e| match e {
-            Error::Corruption {
-                path,
-                offset,
-                detail,
-            } => {
-                let users: Vec<String> = m
-                    .segments
-                    .iter()
-                    .filter(|s| s.model == n)
-                    .map(|s| {
-                        filename::path(dir, s.number, FileKind::Segment)
-                            .display()
-                            .to_string()
-                    })
-                    .collect();
-                let detail = match users.is_empty() {
-                    true => format!("{detail} (it is the current model)"),
-                    false => format!(
-                        "{detail} (the values of {} are encoded with it)",
-                        users.join(", ")
-                    ),
-                };
-                Error::Corruption {
-                    path,
-                    offset,
-                    detail,
-                }
-            }
-            other => other,
-        })?;
-        models.insert(n, file);
-    }
-    let lookup = |n: u64| models.get(&n).cloned();
-    let mut segments = Vec::with_capacity(m.segments.len());
-    for e in &m.segments {
-        let path = filename::path(dir, e.number, FileKind::Segment);
-        let s = Segment::open(&fs, &path, e.number, &lookup, options.resident_index)?;
-        if crate::core::entry_of(&s) != *e {
-            return Err(Error::corrupt(
-                &path,
-                0,
-                "segment does not match its manifest entry",
-            ));
-        }
-        segments.push(Arc::new(s));
-    }
-
-    let mut report = RecoveryReport::default();
-    let recovered = Memtable::with_logs(logs.keys().copied().collect());
-    let mut last_seq = m.last_seq;
-    let mut floor = 0;
-    // Replayed logs that are not torn: removable once nothing needs them.
-    let mut plain_logs = Vec::new();
-    for (&n, path) in &logs {
-        let r = wal::replay(&*fs, path, floor, |seq, op| {
-            if seq > m.last_seq {
-                recovered.insert(op.key, seq, op.kind, op.value);
-            }
-        })?;
-        floor = floor.max(r.last_seq);
-        last_seq = last_seq.max(r.last_seq);
-        report.logs += 1;
-        report.records += r.records;
-        let mut path = path.clone();
-        if r.torn_bytes > 0 {
-            let torn = filename::path(dir, n, FileKind::TornWal);
-            if !read_only && path != torn {
-                // Kept for inspection once built into a segment; until
-                // then it is replayed under this name.
-                fs.rename(&path, &torn).map_err(io(&path))?;
-                path = torn.clone();
-            }
-            report.torn.push((torn, r.torn_bytes));
-        } else if path == filename::path(dir, n, FileKind::Wal) {
-            plain_logs.push(path.clone());
-        }
-        if !read_only {
-            // What was replayed may be only in the page cache (a process
-            // crash, or a failed sync before it): make it durable before
-            // new writes build on it, or a power cut could keep the new
-            // writes and lose the replayed ones.
-            fs.sync_file(&path).map_err(io(&path))?;
-        }
-    }
-
+    let View {
+        mut m,
+        models,
+        segments,
+        recovered,
+        last_seq,
+        plain_logs,
+        report,
+    } = match read_only {
+        true => load_view_beside_writer(&fs, dir, &options)?,
+        false => load_view(&fs, dir, &options, false)?,
+    };
     let (wal, mem_number) = if read_only {
         (None, m.next_file)
     } else {
@@ -273,6 +149,237 @@ pub(crate) fn open(
     Ok((inner, report))
 }
 
+/// What a database directory holds, loaded: the manifest, its models and
+/// segments, and the logs replayed into one memtable.
+struct View {
+    m: Manifest,
+    models: BTreeMap<u64, Arc<ModelFile>>,
+    segments: Vec<Arc<Segment>>,
+    recovered: Memtable,
+    last_seq: u64,
+    /// Replayed logs that are not torn: removable once nothing needs them.
+    plain_logs: Vec<PathBuf>,
+    report: RecoveryReport,
+}
+
+/// Times a read-only open retries when a writer changes the database
+/// under it; each retry follows a change the writer made, so a run of
+/// failures means a writer that changes the manifest faster than the
+/// reader can load it.
+const VIEW_ATTEMPTS: u32 = 50;
+
+/// Loads a view while a writer may be flushing, merging and removing
+/// files: load, then read the manifest again. A file that vanished (a
+/// merged segment, a built log, a dropped model) or a flush that moved the
+/// log number on means a writer moved on: load again. Otherwise every log
+/// at or after the loaded manifest's log number was still there when the
+/// logs were listed (a log is removed only after a manifest without it is
+/// written), so the view holds every write the manifest's segments lack up
+/// to the moment the logs were read: a prefix of the writes in sequence
+/// order.
+fn load_view_beside_writer(fs: &Arc<dyn Fs>, dir: &Path, options: &Options) -> Result<View> {
+    let manifest = || Manifest::read(&**fs, dir);
+    let mut last_error = None;
+    for _ in 0..VIEW_ATTEMPTS {
+        let before = manifest()?;
+        let error = match load_view(fs, dir, options, true) {
+            Ok(view) if still_complete(&view.m, manifest()?.as_ref()) => return Ok(view),
+            Ok(_) => None,
+            // A writer renaming a torn log changes no manifest.
+            Err(e @ Error::Io { .. }) if is_not_found(&e) => Some(e),
+            Err(e) if manifest()? != before => Some(e),
+            Err(e) => return Err(e),
+        };
+        last_error = error;
+        std::thread::yield_now();
+    }
+    Err(last_error.unwrap_or_else(|| {
+        Error::corrupt(
+            dir.join(filename::MANIFEST),
+            0,
+            format!("changed under a read-only open {VIEW_ATTEMPTS} times in a row (a writer flushes faster than a view loads)"),
+        )
+    }))
+}
+
+/// True when a view loaded from manifest `loaded` holds every write up to
+/// the moment its logs were listed, given the manifest read after: its
+/// segments were open by then (a merge removing them later is harmless:
+/// a mapping outlives its file), and the logs it listed were all the logs
+/// at or after `loaded.log_number` unless a flush moved the log number on
+/// meanwhile (the only change that removes logs).
+fn still_complete(loaded: &Manifest, after: Option<&Manifest>) -> bool {
+    after.is_some_and(|after| after.log_number == loaded.log_number)
+}
+
+/// True for an I/O error saying a file does not exist.
+fn is_not_found(e: &Error) -> bool {
+    matches!(e, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
+}
+
+/// Loads the view in `dir` (steps 3 to 6 of the module documentation);
+/// read-write, it also removes garbage and syncs the replayed logs.
+fn load_view(fs: &Arc<dyn Fs>, dir: &Path, options: &Options, read_only: bool) -> Result<View> {
+    let io = |p: &Path| {
+        let p = p.to_path_buf();
+        move |e| Error::io(p, e)
+    };
+    let mut m = match Manifest::read(&**fs, dir)? {
+        Some(_) if options.error_if_exists => {
+            return Err(Error::AlreadyExists {
+                path: dir.to_path_buf(),
+            })
+        }
+        Some(m) => m,
+        None if read_only => {
+            return Err(Error::NotFound {
+                path: dir.to_path_buf(),
+            })
+        }
+        None => {
+            let m = Manifest {
+                next_file: 1,
+                ..Manifest::default()
+            };
+            m.write(&**fs, dir)?;
+            m
+        }
+    };
+
+    let live: HashSet<u64> = m.segments.iter().map(|s| s.number).collect();
+    let live_models: HashSet<u64> = m.models.iter().copied().collect();
+    let mut logs: BTreeMap<u64, PathBuf> = BTreeMap::new();
+    let mut garbage = Vec::new();
+    for name in fs.list(dir).map_err(io(dir))? {
+        if name == MANIFEST_TMP {
+            garbage.push(dir.join(name));
+            continue;
+        }
+        let Some((n, kind)) = filename::parse(&name) else {
+            continue;
+        };
+        m.next_file = m.next_file.max(n + 1);
+        let path = dir.join(&name);
+        match kind {
+            FileKind::Wal | FileKind::TornWal if n >= m.log_number => {
+                // A log and its torn copy cannot both exist (the rename is
+                // atomic); prefer the plain name if they somehow do.
+                if kind == FileKind::Wal || !logs.contains_key(&n) {
+                    logs.insert(n, path);
+                }
+            }
+            FileKind::Segment if live.contains(&n) => {}
+            FileKind::Model if live_models.contains(&n) => {}
+            FileKind::TornWal => {}
+            FileKind::Wal | FileKind::Segment | FileKind::Model | FileKind::Temp => {
+                garbage.push(path)
+            }
+        }
+    }
+    if !read_only {
+        for p in &garbage {
+            fs.remove(p).map_err(io(p))?;
+        }
+    }
+
+    let mut models = BTreeMap::new();
+    for &n in &m.models {
+        let file = ModelFile::open(fs, dir, n).map_err(|e| match e {
+            Error::Corruption {
+                path,
+                offset,
+                detail,
+            } => {
+                let users: Vec<String> = m
+                    .segments
+                    .iter()
+                    .filter(|s| s.model == n)
+                    .map(|s| {
+                        filename::path(dir, s.number, FileKind::Segment)
+                            .display()
+                            .to_string()
+                    })
+                    .collect();
+                let detail = match users.is_empty() {
+                    true => format!("{detail} (it is the current model)"),
+                    false => format!(
+                        "{detail} (the values of {} are encoded with it)",
+                        users.join(", ")
+                    ),
+                };
+                Error::Corruption {
+                    path,
+                    offset,
+                    detail,
+                }
+            }
+            other => other,
+        })?;
+        models.insert(n, file);
+    }
+    let lookup = |n: u64| models.get(&n).cloned();
+    let mut segments = Vec::with_capacity(m.segments.len());
+    for e in &m.segments {
+        let path = filename::path(dir, e.number, FileKind::Segment);
+        let s = Segment::open(fs, &path, e.number, &lookup, options.resident_index)?;
+        if crate::core::entry_of(&s) != *e {
+            return Err(Error::corrupt(
+                &path,
+                0,
+                "segment does not match its manifest entry",
+            ));
+        }
+        segments.push(Arc::new(s));
+    }
+
+    let mut report = RecoveryReport::default();
+    let recovered = Memtable::with_logs(logs.keys().copied().collect());
+    let mut last_seq = m.last_seq;
+    let mut floor = 0;
+    // Replayed logs that are not torn: removable once nothing needs them.
+    let mut plain_logs = Vec::new();
+    for (&n, path) in &logs {
+        let r = wal::replay(&**fs, path, floor, |seq, op| {
+            if seq > m.last_seq {
+                recovered.insert(op.key, seq, op.kind, op.value);
+            }
+        })?;
+        floor = floor.max(r.last_seq);
+        last_seq = last_seq.max(r.last_seq);
+        report.logs += 1;
+        report.records += r.records;
+        let mut path = path.clone();
+        if r.torn_bytes > 0 {
+            let torn = filename::path(dir, n, FileKind::TornWal);
+            if !read_only && path != torn {
+                // Kept for inspection once built into a segment; until
+                // then it is replayed under this name.
+                fs.rename(&path, &torn).map_err(io(&path))?;
+                path = torn.clone();
+            }
+            report.torn.push((torn, r.torn_bytes));
+        } else if path == filename::path(dir, n, FileKind::Wal) {
+            plain_logs.push(path.clone());
+        }
+        if !read_only {
+            // What was replayed may be only in the page cache (a process
+            // crash, or a failed sync before it): make it durable before
+            // new writes build on it, or a power cut could keep the new
+            // writes and lose the replayed ones.
+            fs.sync_file(&path).map_err(io(&path))?;
+        }
+    }
+    Ok(View {
+        m,
+        models,
+        segments,
+        recovered,
+        last_seq,
+        plain_logs,
+        report,
+    })
+}
+
 /// Creates `dir` for a new database, refusing one that holds anything
 /// but the leftovers of an interrupted creation.
 fn prepare_new(fs: &dyn Fs, dir: &Path) -> Result<()> {
@@ -290,16 +397,14 @@ fn prepare_new(fs: &dyn Fs, dir: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Takes the database lock; a read-only open of a database without a lock
-/// file (on a read-only copy) goes on without one.
-fn take_lock(fs: &dyn Fs, dir: &Path, shared: bool) -> Result<Option<Box<dyn FileLock>>> {
+/// Takes the database's exclusive lock (read-only opens take none).
+fn take_lock(fs: &dyn Fs, dir: &Path) -> Result<Option<Box<dyn FileLock>>> {
     let path = dir.join(LOCK);
-    match fs.lock(&path, shared) {
+    match fs.lock(&path, false) {
         Ok(l) => Ok(Some(l)),
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Err(Error::Locked {
             path: dir.to_path_buf(),
         }),
-        Err(e) if shared && e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(Error::io(&path, e)),
     }
 }

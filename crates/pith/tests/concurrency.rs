@@ -137,3 +137,75 @@ fn writers_readers_flushes_and_merges() {
     db.verify().expect("verify");
     assert!(db.stats().expect("stats").segments.len() == 1);
 }
+
+/// Read-only handles opened again and again while a writer writes,
+/// flushes and merges (so segments and logs vanish under them): every open
+/// succeeds and sees a prefix of the writer's batches (batch `i` writes
+/// `n/{i}/0..4` and sets `last` to `i`; a view holding `last = c` holds
+/// exactly the batches up to `c`), and a writer can open beside readers.
+#[test]
+fn read_only_opens_beside_a_writer_see_a_prefix_of_its_batches() {
+    const BATCHES: u64 = 3000;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("db");
+    let options = Options {
+        memtable_bytes: 8 << 10,
+        merge_trigger: 2,
+        ..Options::default()
+    };
+    let writer = DB::open(&path, options).expect("open");
+    writer.put("last", "0").expect("put");
+    writer.flush().expect("flush");
+    let done = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (path, done) = (path.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut opens = 0u64;
+            while !done.load(Ordering::Acquire) || opens < 20 {
+                let db = DB::open_read_only(&path, Options::default()).expect("read-only open");
+                let last: u64 = std::str::from_utf8(&db.get("last").expect("get").expect("last"))
+                    .expect("utf8")
+                    .parse()
+                    .expect("number");
+                let batches: Vec<u64> = db
+                    .prefix(b"n/")
+                    .keys()
+                    .map(|k| {
+                        let k = String::from_utf8(k.expect("scan")).expect("utf8");
+                        k.split('/').nth(1).expect("batch").parse().expect("number")
+                    })
+                    .collect();
+                assert_eq!(
+                    batches.len() as u64,
+                    4 * last,
+                    "a view is a prefix: last = {last}"
+                );
+                let mut expected: Vec<u64> = (1..=last).flat_map(|i| [i; 4]).collect();
+                expected.sort_by_key(|i| i.to_string());
+                let mut seen = batches.clone();
+                seen.sort_by_key(|i| i.to_string());
+                assert_eq!(seen, expected);
+                opens += 1;
+            }
+            opens
+        })
+    };
+    for i in 1..=BATCHES {
+        let mut b = WriteBatch::new();
+        for j in 0..4 {
+            b.put(format!("n/{i}/{j}"), vec![b'v'; 40]);
+        }
+        b.put("last", i.to_string());
+        writer.write(WriteOptions::default(), b).expect("write");
+    }
+    done.store(true, Ordering::Release);
+    let opens = reader.join().expect("reader");
+    assert!(opens >= 20, "{opens}");
+    // A writer opens beside a reader; the reader keeps its view.
+    let r = DB::open_read_only(&path, Options::default()).expect("read-only");
+    writer.close().expect("close");
+    let w = DB::open(&path, Options::default()).expect("a writer opens beside a reader");
+    w.put("last", "x").expect("put");
+    assert_eq!(r.get("last").expect("get").as_deref(), Some(&b"3000"[..]));
+    w.close().expect("close");
+}
