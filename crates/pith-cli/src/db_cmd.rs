@@ -1,10 +1,12 @@
-//! The database subcommands: `pith load | get | put | delete | scan | search
-//! | stats | verify | compact`.
+//! The database subcommands but `load` and `stats`: `pith get | put |
+//! delete | scan | search | dump | verify | compact`, and what they share
+//! (opening, progress, counting).
 //!
-//! Each opens the database directory given by `--db`, does one thing and
-//! closes it (so the LOCK file keeps two commands from sharing a database).
-//! Keys and values are printed as raw bytes; `scan` separates them with a
-//! tab, one pair per line.
+//! Commands that only read open the database read-only: they take no lock
+//! and work beside a writer (a load in progress), seeing the database as
+//! it was when they opened it. Commands that write take the lock.
+//! Records are printed as `--format` says (see `output`); `get` of an
+//! absent key exits with status 1, any error with 2.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -13,7 +15,7 @@ use std::time::Instant;
 use indicatif::{ProgressBar, ProgressStyle};
 use pith::{Options, WriteBatch, WriteOptions, DB};
 
-use crate::input::Records;
+use crate::output::{self, Out, OutFormat};
 use crate::CliError;
 
 /// Where the database lives.
@@ -24,36 +26,9 @@ pub struct DbArg {
     pub db: PathBuf,
 }
 
-/// `pith load`.
+/// Which keys a scan or dump covers.
 #[derive(clap::Args)]
-pub struct LoadArgs {
-    #[command(flatten)]
-    db: DbArg,
-    /// JSON Lines records `{"key": .., "value": ..}`, optionally .zst.
-    file: PathBuf,
-    /// Write through the log and memtable in batches of 1,000 (the normal
-    /// write path) instead of building segments directly.
-    #[arg(long)]
-    wal: bool,
-    /// Do not merge the loaded segments into one (re-encoded with the merge
-    /// codec) at the end.
-    #[arg(long)]
-    no_compact: bool,
-    /// Load only the first N records.
-    #[arg(long)]
-    limit: Option<usize>,
-    /// Give each new segment a codec and dictionary of its own instead of
-    /// encoding with the database's shared model (the format before shared
-    /// models; larger and slower to build, for comparison).
-    #[arg(long)]
-    no_shared_model: bool,
-}
-
-/// `pith scan`.
-#[derive(clap::Args)]
-pub struct ScanArgs {
-    #[command(flatten)]
-    db: DbArg,
+pub struct RangeArgs {
     /// Only keys starting with this prefix.
     #[arg(long, conflicts_with_all = ["from", "to"])]
     prefix: Option<String>,
@@ -63,27 +38,81 @@ pub struct ScanArgs {
     /// End key (exclusive).
     #[arg(long)]
     to: Option<String>,
+}
+
+/// `pith scan`.
+#[derive(clap::Args)]
+pub struct ScanArgs {
+    #[command(flatten)]
+    db: DbArg,
+    #[command(flatten)]
+    range: RangeArgs,
     /// At most this many pairs.
     #[arg(long)]
     limit: Option<usize>,
-    /// Print keys only.
+    /// Print keys only (no value is decoded).
     #[arg(long)]
     keys_only: bool,
+    /// Output format: text (escaped, key TAB value), json (what `load`
+    /// reads), hex.
+    #[arg(long, value_enum, default_value_t = OutFormat::Text)]
+    format: OutFormat,
+}
+
+/// `pith dump`.
+#[derive(clap::Args)]
+pub struct DumpArgs {
+    #[command(flatten)]
+    db: DbArg,
+    #[command(flatten)]
+    range: RangeArgs,
+    /// Write to this file instead of standard output.
+    #[arg(long)]
+    out: Option<PathBuf>,
 }
 
 /// `pith search`.
 #[derive(clap::Args)]
+#[command(after_help = "\
+The pattern must match a WHOLE key: `zypper` finds only the key \"zypper\", `zypper.*` \
+finds keys starting with it, and --contains finds keys holding a match anywhere. \
+Syntax: Rust's regex crate (https://docs.rs/regex). When nothing matches a whole key \
+but some keys contain a match, a hint says so on standard error.")]
 pub struct SearchArgs {
     #[command(flatten)]
     db: DbArg,
     /// Regular expression a whole key must match.
     regex: String,
+    /// Match anywhere in the key, not the whole key.
+    #[arg(long)]
+    contains: bool,
     /// At most this many keys.
-    #[arg(long, default_value_t = usize::MAX)]
-    limit: usize,
+    #[arg(long)]
+    limit: Option<usize>,
+    /// Print each key's value too.
+    #[arg(long)]
+    values: bool,
+    /// Output format: text (escaped), json (what `load` reads, with
+    /// --values), hex.
+    #[arg(long, value_enum, default_value_t = OutFormat::Text)]
+    format: OutFormat,
 }
 
-/// `pith get` / `pith delete`.
+/// `pith get`.
+#[derive(clap::Args)]
+pub struct GetArgs {
+    #[command(flatten)]
+    db: DbArg,
+    /// The key.
+    key: String,
+    /// Output format: text (the value escaped, and a newline), raw (the
+    /// value's bytes, nothing added), json (the record as `load` reads
+    /// it), hex.
+    #[arg(long, value_enum, default_value_t = OutFormat::Text)]
+    format: OutFormat,
+}
+
+/// `pith delete`.
 #[derive(clap::Args)]
 pub struct KeyArgs {
     #[command(flatten)]
@@ -103,21 +132,11 @@ pub struct PutArgs {
     value: String,
 }
 
-/// `pith stats`.
-#[derive(clap::Args)]
-pub struct StatsArgs {
-    #[command(flatten)]
-    db: DbArg,
-    /// One JSON object instead of a table.
-    #[arg(long)]
-    json: bool,
-}
-
-fn open(path: &Path, create: bool) -> Result<DB, CliError> {
+pub(crate) fn open(path: &Path, create: bool) -> Result<DB, CliError> {
     open_with(path, create, true)
 }
 
-fn open_with(path: &Path, create: bool, shared_models: bool) -> Result<DB, CliError> {
+pub(crate) fn open_with(path: &Path, create: bool, shared_models: bool) -> Result<DB, CliError> {
     let options = Options {
         create_if_missing: create,
         shared_models,
@@ -128,9 +147,9 @@ fn open_with(path: &Path, create: bool, shared_models: bool) -> Result<DB, CliEr
     Ok(db)
 }
 
-/// Opens for a command that only reads: a shared lock, nothing on disk
-/// changed (works on a read-only file system and beside other readers).
-fn open_read_only(path: &Path) -> Result<DB, CliError> {
+/// Opens for a command that only reads: no lock, nothing on disk changed
+/// (works beside a writer and on a read-only file system).
+pub(crate) fn open_read_only(path: &Path) -> Result<DB, CliError> {
     let db = DB::open_read_only(path, Options::default())?;
     warn_torn(&db);
     Ok(db)
@@ -139,15 +158,56 @@ fn open_read_only(path: &Path) -> Result<DB, CliError> {
 /// Says on stderr what recovery dropped as torn log tails.
 fn warn_torn(db: &DB) {
     for (path, bytes) in &db.recovery_report().torn {
-        eprintln!(
-            "pith: warning: a log ended in a torn write ({bytes} bytes dropped: a crash during a write that was not acknowledged as synced); it is kept as {}",
-            path.display()
-        );
+        if db.is_read_only() {
+            eprintln!(
+                "pith: note: {} ends in an incomplete record ({bytes} bytes: a write in progress, or a crash during one); this read-only view leaves it out",
+                path.display()
+            );
+        } else {
+            eprintln!(
+                "pith: warning: a log ended in a torn write ({bytes} bytes dropped: a crash during a write that was not acknowledged as synced); it is kept as {}",
+                path.display()
+            );
+        }
     }
 }
 
-fn out() -> std::io::BufWriter<std::io::StdoutLock<'static>> {
-    std::io::BufWriter::new(std::io::stdout().lock())
+/// A spinner on standard error when it is a terminal (hidden otherwise).
+pub(crate) fn progress(template: &str) -> ProgressBar {
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(
+        ProgressStyle::with_template(template).unwrap_or_else(|_| ProgressStyle::default_spinner()),
+    );
+    bar.enable_steady_tick(std::time::Duration::from_millis(200));
+    bar
+}
+
+/// `n` with thousands separators: `1,234,567`.
+pub(crate) fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `n` (with thousands separators) and the noun, plural when `n != 1`.
+pub(crate) fn count(n: u64, noun: &str) -> String {
+    format!("{} {noun}{}", thousands(n), if n == 1 { "" } else { "s" })
+}
+
+/// Live keys, exactly: a walk of the keys (no value is decoded).
+pub(crate) fn live_keys(db: &DB) -> Result<u64, CliError> {
+    let mut n = 0;
+    for k in db.range(None, None).keys() {
+        k?;
+        n += 1;
+    }
+    Ok(n)
 }
 
 fn stdout_err(source: std::io::Error) -> CliError {
@@ -157,79 +217,27 @@ fn stdout_err(source: std::io::Error) -> CliError {
     }
 }
 
-/// `pith load`.
-pub fn load(args: &LoadArgs) -> Result<(), CliError> {
-    let db = open_with(&args.db.db, true, !args.no_shared_model)?;
-    let bar = ProgressBar::new_spinner();
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} {elapsed} {human_pos} records  {msg}")
-            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-    );
-    let started = Instant::now();
-    let mut bytes = 0u64;
-    let records = Records::open(&args.file)?
-        .take(args.limit.unwrap_or(usize::MAX))
-        .inspect(|r| {
-            if let Ok((k, v)) = r {
-                bytes += (k.len() + v.len()) as u64;
-                bar.inc(1);
-                if bar.position() % 4096 == 0 {
-                    bar.set_message(format!("{:.1} MB read", bytes as f64 / 1e6));
-                }
-            }
-        });
-    let loaded = if args.wal {
-        let mut n = 0u64;
-        let mut batch = WriteBatch::new();
-        for r in records {
-            let (k, v) = r?;
-            batch.put(k, v);
-            n += 1;
-            if batch.len() == 1000 {
-                db.write(WriteOptions::default(), std::mem::take(&mut batch))?;
-            }
-        }
-        db.write(WriteOptions::default(), batch)?;
-        bar.set_message("flushing");
-        db.flush()?;
-        n
-    } else {
-        bar.set_message("building segments");
-        db.try_bulk_load(records)?.records
-    };
-    // Flushed segments use the fast flush codec, and bulk chunks are
-    // separate segments: a full merge re-encodes them with the merge codec.
-    if !args.no_compact && (args.wal || db.stats()?.segments.len() > 1) {
-        bar.set_message("merging segments");
-        db.compact()?;
-    }
-    bar.finish_and_clear();
-    let stats = db.stats()?;
-    let raw = stats.total(|s| s.raw_key_bytes + s.raw_value_bytes);
-    eprintln!(
-        "loaded {loaded} records ({:.1} MB of keys and values) in {:.1} s: {} segments, {:.1} MB on disk, {:.2}x",
-        raw as f64 / 1e6,
-        started.elapsed().as_secs_f64(),
-        stats.segments.len(),
-        stats.disk_bytes as f64 / 1e6,
-        raw as f64 / stats.disk_bytes.max(1) as f64
-    );
-    db.close()?;
-    Ok(())
-}
-
-/// `pith get`: prints the value, or exits non-zero when the key is absent.
-pub fn get(args: &KeyArgs) -> Result<(), CliError> {
+/// `pith get`: prints the value; an absent key is [`CliError::NotFound`].
+pub fn get(args: &GetArgs) -> Result<(), CliError> {
     let db = open_read_only(&args.db.db)?;
-    match db.get(args.key.as_bytes())? {
-        Some(v) => {
-            let mut o = out();
-            o.write_all(&v).map_err(stdout_err)?;
-            o.write_all(b"\n").map_err(stdout_err)?;
-            Ok(())
-        }
-        None => Err(CliError::Usage(format!("key not found: {}", args.key))),
+    let key = args.key.as_bytes();
+    let value = db.get(key)?.ok_or_else(|| {
+        let mut shown = Vec::new();
+        output::escape(key, &mut shown);
+        CliError::NotFound(format!(
+            "key not found: \"{}\"",
+            String::from_utf8_lossy(&shown)
+        ))
+    })?;
+    let mut o = Out::stdout();
+    // Text and hex print the value alone; json prints the record.
+    match args.format {
+        OutFormat::Json => o.record(args.format, key, Some(&value)),
+        OutFormat::Raw => o.write(&value),
+        _ => o.record(args.format, &value, None),
     }
+    .map_err(stdout_err)?;
+    o.finish().map_err(stdout_err)
 }
 
 /// `pith put` (synced).
@@ -250,133 +258,153 @@ pub fn delete(args: &KeyArgs) -> Result<(), CliError> {
     Ok(db.close()?)
 }
 
-/// `pith scan`.
-pub fn scan(args: &ScanArgs) -> Result<(), CliError> {
-    let db = open_read_only(&args.db.db)?;
-    let scan = match &args.prefix {
+fn raw_refused(format: OutFormat, what: &str) -> Result<(), CliError> {
+    match format {
+        OutFormat::Raw => Err(CliError::Usage(format!(
+            "--format raw prints one value (`pith get`); {what} prints many records: use text, json or hex"
+        ))),
+        _ => Ok(()),
+    }
+}
+
+fn scan_of(db: &DB, range: &RangeArgs) -> pith::Scan {
+    match &range.prefix {
         Some(p) => db.prefix(p.as_bytes()),
         None => db.range(
-            args.from.as_deref().map(str::as_bytes),
-            args.to.as_deref().map(str::as_bytes),
+            range.from.as_deref().map(str::as_bytes),
+            range.to.as_deref().map(str::as_bytes),
         ),
-    };
-    let mut o = out();
+    }
+}
+
+/// `pith scan`.
+pub fn scan(args: &ScanArgs) -> Result<(), CliError> {
+    raw_refused(args.format, "scan")?;
+    let db = open_read_only(&args.db.db)?;
+    let scan = scan_of(&db, &args.range);
+    let mut o = Out::stdout();
     let limit = args.limit.unwrap_or(usize::MAX);
     if args.keys_only {
-        // Keys only: no value is decoded.
         for k in scan.keys().take(limit) {
-            o.write_all(&k?).map_err(stdout_err)?;
-            o.write_all(b"\n").map_err(stdout_err)?;
+            o.record(args.format, &k?, None).map_err(stdout_err)?;
         }
     } else {
         for kv in scan.take(limit) {
             let (k, v) = kv?;
-            o.write_all(&k).map_err(stdout_err)?;
-            o.write_all(b"\t").map_err(stdout_err)?;
-            o.write_all(&v).map_err(stdout_err)?;
-            o.write_all(b"\n").map_err(stdout_err)?;
+            o.record(args.format, &k, Some(&v)).map_err(stdout_err)?;
         }
     }
-    o.flush().map_err(stdout_err)
+    o.finish().map_err(stdout_err)
+}
+
+/// `pith dump`: every live record (or a range) as JSON Lines that `pith
+/// load` reads back byte-exact.
+pub fn dump(args: &DumpArgs) -> Result<(), CliError> {
+    let db = open_read_only(&args.db.db)?;
+    let started = Instant::now();
+    let bar = progress("{spinner} {elapsed} {human_pos} records dumped");
+    let (mut n, mut bytes) = (0u64, 0u64);
+    let mut line = Vec::new();
+    let mut sink: Box<dyn Write> = match &args.out {
+        Some(path) => Box::new(std::io::BufWriter::with_capacity(
+            1 << 20,
+            std::fs::File::create(path).map_err(|source| CliError::Io {
+                path: path.clone(),
+                source,
+            })?,
+        )),
+        None => Box::new(std::io::BufWriter::with_capacity(
+            1 << 20,
+            std::io::stdout().lock(),
+        )),
+    };
+    let target = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("<stdout>"));
+    let io = |source| CliError::Io {
+        path: target.clone(),
+        source,
+    };
+    for kv in scan_of(&db, &args.range) {
+        let (k, v) = kv?;
+        line.clear();
+        output::record(OutFormat::Json, &k, Some(&v), &mut line);
+        sink.write_all(&line).map_err(io)?;
+        n += 1;
+        bytes += (k.len() + v.len()) as u64;
+        bar.inc(1);
+    }
+    sink.flush().map_err(io)?;
+    drop(sink);
+    if let Some(path) = &args.out {
+        std::fs::File::open(path)
+            .and_then(|f| f.sync_all())
+            .map_err(io)?;
+    }
+    bar.finish_and_clear();
+    eprintln!(
+        "dumped {} ({:.1} MB of keys and values) to {} in {:.1} s",
+        count(n, "record"),
+        bytes as f64 / 1e6,
+        target.display(),
+        started.elapsed().as_secs_f64()
+    );
+    Ok(())
+}
+
+/// Keys matching `pattern`, in order, at most `limit`.
+fn search_keys(db: &DB, pattern: &str, limit: usize) -> Result<Vec<Vec<u8>>, CliError> {
+    Ok(db.search(pattern, limit)?)
+}
+
+/// `pattern` matching anywhere in a key (any bytes around it).
+fn contains(pattern: &str) -> String {
+    format!("(?s:.)*(?:{pattern})(?s:.)*")
 }
 
 /// `pith search`.
 pub fn search(args: &SearchArgs) -> Result<(), CliError> {
+    raw_refused(args.format, "search")?;
     let db = open_read_only(&args.db.db)?;
-    let mut o = out();
-    for k in db.search(&args.regex, args.limit)? {
-        o.write_all(&k).map_err(stdout_err)?;
-        o.write_all(b"\n").map_err(stdout_err)?;
-    }
-    o.flush().map_err(stdout_err)
-}
-
-/// `pith stats`.
-pub fn stats(args: &StatsArgs) -> Result<(), CliError> {
-    let db = open_read_only(&args.db.db)?;
-    let s = db.stats()?;
-    let keys = s.total(|x| x.keys);
-    let raw_keys = s.total(|x| x.raw_key_bytes);
-    let raw_values = s.total(|x| x.raw_value_bytes);
-    let index = s.total(|x| x.index_bytes);
-    let store = s.total(|x| x.store_bytes);
-    let resident = s.total(|x| x.resident_bytes);
-    let ratio = (raw_keys + raw_values) as f64 / s.disk_bytes.max(1) as f64;
-    if args.json {
-        let segments: Vec<serde_json::Value> = s
-            .segments
-            .iter()
-            .map(|x| {
-                serde_json::json!({"number": x.number, "keys": x.keys, "records": x.records,
-                "tombstones": x.tombstones, "index_bytes": x.index_bytes, "store_bytes": x.store_bytes,
-                "resident_bytes": x.resident_bytes, "file_bytes": x.file_bytes, "codec": x.codec, "model": x.model})
-            })
-            .collect();
-        let models: Vec<serde_json::Value> = s
-            .models
-            .iter()
-            .map(|m| {
-                serde_json::json!({"number": m.number, "file_bytes": m.file_bytes,
-                "heap_bytes": m.heap_bytes, "dict_bytes": m.dict_bytes,
-                "trained_ratio": m.trained_ratio, "trained_from": m.trained_from,
-                "current": m.current, "segments": m.segments})
-            })
-            .collect();
-        let v = serde_json::json!({
-            "keys": keys, "raw_key_bytes": raw_keys, "raw_value_bytes": raw_values,
-            "index_bytes": index, "value_store_bytes": store, "disk_bytes": s.disk_bytes,
-            "resident_index_bytes": resident,
-            "wal_bytes": s.wal_bytes, "memtable_bytes": s.memtable_bytes,
-            "compression_ratio": ratio, "segment_count": s.segments.len(), "segments": segments,
-            "last_sequence": s.last_sequence, "models": models,
-        });
-        println!("{v}");
-        return Ok(());
-    }
-    println!("keys (summed over segments) {keys}");
-    println!("raw key bytes            {raw_keys}");
-    println!("raw value bytes          {raw_values}");
-    println!("index (trie) bytes       {index}");
-    println!("value store bytes        {store}");
-    println!("resident index bytes     {resident} (trie, tags, history, Bloom: kept in memory)");
-    println!("files on disk, bytes     {}", s.disk_bytes);
-    println!("  of which logs          {}", s.wal_bytes);
-    println!("compression ratio        {ratio:.2}x (raw keys and values / files on disk)");
-    println!("segments                 {}", s.segments.len());
-    for x in &s.segments {
-        let model = x
-            .model
-            .map(|m| format!(", model {m:06}"))
-            .unwrap_or_default();
-        println!(
-            "  {:06}.seg  {} keys, {} records, {} tombstones, trie {} B, store {} B ({}{model}), file {} B",
-            x.number, x.keys, x.records, x.tombstones, x.index_bytes, x.store_bytes, x.codec, x.file_bytes
+    let pattern = match args.contains {
+        true => contains(&args.regex),
+        false => args.regex.clone(),
+    };
+    let keys = search_keys(&db, &pattern, args.limit.unwrap_or(usize::MAX))?;
+    if keys.is_empty() && !args.contains && !search_keys(&db, &contains(&args.regex), 1)?.is_empty()
+    {
+        eprintln!(
+            "pith: no key matches '{0}' as a whole, but some keys contain a match: the pattern must match a whole key (try '{0}.*' for a prefix, or --contains)",
+            args.regex
         );
     }
-    println!("shared models            {}", s.models.len());
-    for m in &s.models {
-        println!(
-            "  {:06}.model  file {} B, dictionary {} B, memory {} B, trained on {} B to {:.2}x, {} segments{}",
-            m.number,
-            m.file_bytes,
-            m.dict_bytes,
-            m.heap_bytes,
-            m.trained_from,
-            m.trained_ratio,
-            m.segments,
-            if m.current { ", current" } else { "" }
-        );
+    let mut o = Out::stdout();
+    for k in keys {
+        let value = match args.values {
+            true => db.get(&k)?,
+            false => None,
+        };
+        o.record(args.format, &k, value.as_deref())
+            .map_err(stdout_err)?;
     }
-    Ok(())
+    o.finish().map_err(stdout_err)
 }
 
 /// `pith verify`: non-zero exit, naming the file, on any corruption.
 pub fn verify(args: &DbArg) -> Result<(), CliError> {
     let db = open_read_only(&args.db)?;
+    let bar = progress("{spinner} {elapsed} verifying checksums of every file");
+    let started = Instant::now();
     let r = db.verify()?;
+    bar.finish_and_clear();
     println!(
-        "ok: {} segments, {} records, {} logs with {} records checked",
-        r.segments, r.records, r.wals, r.wal_records
+        "ok: {}, {}, {} with {} checked in {:.1} s",
+        count(r.segments as u64, "segment"),
+        count(r.records, "record"),
+        count(r.wals as u64, "log"),
+        count(r.wal_records, "record"),
+        started.elapsed().as_secs_f64()
     );
     for p in &r.torn_logs {
         eprintln!(
@@ -390,6 +418,36 @@ pub fn verify(args: &DbArg) -> Result<(), CliError> {
 /// `pith compact`.
 pub fn compact(args: &DbArg) -> Result<(), CliError> {
     let db = open(&args.db, false)?;
+    let before = db.stats()?;
+    let bar = progress(&format!(
+        "{{spinner}} {{elapsed}} merging {} ({:.1} MB)",
+        count(before.segments.len() as u64, "segment"),
+        before.disk_bytes as f64 / 1e6
+    ));
+    let started = Instant::now();
     db.compact()?;
+    let after = db.stats()?;
+    bar.finish_and_clear();
+    eprintln!(
+        "compacted {} ({:.1} MB on disk) into {} ({:.1} MB) in {:.1} s",
+        count(before.segments.len() as u64, "segment"),
+        before.disk_bytes as f64 / 1e6,
+        count(after.segments.len() as u64, "segment"),
+        after.disk_bytes as f64 / 1e6,
+        started.elapsed().as_secs_f64()
+    );
     Ok(db.close()?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::count;
+
+    #[test]
+    fn counts_read_right() {
+        assert_eq!(count(1, "segment"), "1 segment");
+        assert_eq!(count(0, "record"), "0 records");
+        assert_eq!(count(1234567, "key"), "1,234,567 keys");
+        assert_eq!(count(999, "key"), "999 keys");
+    }
 }

@@ -7,7 +7,10 @@ mod alloc;
 mod bench;
 mod db_cmd;
 mod input;
+mod load_cmd;
+mod output;
 mod stats;
+mod stats_cmd;
 mod stress;
 mod trie_cmd;
 mod zip_cmd;
@@ -24,7 +27,8 @@ static ALLOC: alloc::CountingAlloc = alloc::CountingAlloc;
 #[command(
     name = "pith",
     version,
-    about = "PithDB: a read-optimized storage engine built on searchable compression"
+    about = "PithDB: a read-optimized storage engine built on searchable compression",
+    after_help = "Exit status: 0 success, 1 not found (`get` of an absent key), 2 any error (a usage error, bad input, I/O, corruption)."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -33,20 +37,22 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Loads JSON Lines records `{"key": .., "value": ..}` (.zst ok) into a database.
-    Load(db_cmd::LoadArgs),
-    /// Prints the value of a key.
-    Get(db_cmd::KeyArgs),
+    /// Loads JSON Lines records `{"key": .., "value": ..}` (zstd ok; `-`: stdin) into a database.
+    Load(load_cmd::LoadArgs),
+    /// Prints the value of a key (exit status 1 when absent).
+    Get(db_cmd::GetArgs),
     /// Writes one key (synced).
     Put(db_cmd::PutArgs),
     /// Deletes one key (synced).
     Delete(db_cmd::KeyArgs),
     /// Prints key/value pairs in key order: all, a prefix, or a range.
     Scan(db_cmd::ScanArgs),
-    /// Prints the keys matching a regular expression (searched through the tries).
+    /// Prints the keys matching a regular expression over whole keys (searched through the tries).
     Search(db_cmd::SearchArgs),
-    /// Sizes, counts and the compression ratio.
-    Stats(db_cmd::StatsArgs),
+    /// Writes every live record as JSON Lines that `load` reads back byte-exact.
+    Dump(db_cmd::DumpArgs),
+    /// Live keys, stored entries, sizes and the compression ratio.
+    Stats(stats_cmd::StatsArgs),
     /// Checks every checksum of every file; exits non-zero on corruption.
     Verify(db_cmd::DbArg),
     /// Merges all segments into one.
@@ -83,6 +89,13 @@ enum BenchCommand {
 }
 
 fn main() -> ExitCode {
+    // Rust ignores SIGPIPE, so a closed pipe (`pith scan | head`) would
+    // surface as a write error; like `cat`, end quietly instead.
+    // SAFETY: `signal` with SIG_DFL installs no handler code; it runs first
+    // in `main`, before any thread exists that could race on dispositions.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Bench {
@@ -97,13 +110,14 @@ fn main() -> ExitCode {
         Command::Bench {
             which: BenchCommand::Db(args),
         } => bench::db::run(&args),
-        Command::Load(a) => db_cmd::load(&a),
+        Command::Load(a) => load_cmd::load(&a),
         Command::Get(a) => db_cmd::get(&a),
         Command::Put(a) => db_cmd::put(&a),
         Command::Delete(a) => db_cmd::delete(&a),
         Command::Scan(a) => db_cmd::scan(&a),
         Command::Search(a) => db_cmd::search(&a),
-        Command::Stats(a) => db_cmd::stats(&a),
+        Command::Dump(a) => db_cmd::dump(&a),
+        Command::Stats(a) => stats_cmd::stats(&a),
         Command::Verify(a) => db_cmd::verify(&a),
         Command::Compact(a) => db_cmd::compact(&a),
         Command::Stress(a) => stress::run(&a),
@@ -114,7 +128,10 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("pith: {e}");
-            ExitCode::FAILURE
+            match e {
+                CliError::NotFound(_) => ExitCode::from(1),
+                _ => ExitCode::from(2),
+            }
         }
     }
 }
@@ -143,6 +160,23 @@ pub enum CliError {
     /// A database operation failed.
     #[error("{0}")]
     Db(#[from] pith::Error),
+    /// What was asked for does not exist (exit status 1).
+    #[error("{0}")]
+    NotFound(String),
+    /// A load stopped part way; says what it left in the database.
+    #[error("{cause}\npith: the load stopped there: {}{}", loaded_before(*written, *last_line, input), close_error.as_ref().map(|e| format!("\npith: and closing the database failed: {e}")).unwrap_or_default())]
+    LoadStopped {
+        /// Why it stopped.
+        cause: Box<CliError>,
+        /// The input.
+        input: PathBuf,
+        /// Records written before it stopped.
+        written: u64,
+        /// The input line of the last record written.
+        last_line: u64,
+        /// Closing the database after the failure failed too.
+        close_error: Option<String>,
+    },
     /// A trie operation failed.
     #[error("trie: {0}")]
     Trie(#[from] pith_trie::Error),
@@ -178,4 +212,18 @@ pub enum CliError {
         /// How it ended.
         status: String,
     },
+}
+
+/// What a stopped load left behind, as a sentence.
+fn loaded_before(written: u64, last_line: u64, input: &std::path::Path) -> String {
+    match written {
+        0 => format!("nothing from {} was written", input.display()),
+        n => format!(
+            "{} from {} (its lines 1-{}) are in the database; nothing after line {} was written",
+            db_cmd::count(n, "record"),
+            input.display(),
+            db_cmd::thousands(last_line),
+            db_cmd::thousands(last_line)
+        ),
+    }
 }

@@ -68,6 +68,8 @@ pub struct Stats {
     pub segments: Vec<SegmentInfo>,
     /// Approximate bytes in the live and frozen memtables.
     pub memtable_bytes: u64,
+    /// Versions (puts and deletes) in the live and frozen memtables.
+    pub memtable_entries: u64,
     /// Frozen memtables waiting to be built.
     pub frozen_memtables: usize,
     /// Bytes of all files in the database directory.
@@ -436,6 +438,10 @@ impl DB {
             memtable_bytes: std::iter::once(&st.mem)
                 .chain(st.frozen.iter())
                 .map(|m| m.approximate_bytes() as u64)
+                .sum(),
+            memtable_entries: std::iter::once(&st.mem)
+                .chain(st.frozen.iter())
+                .map(|m| m.entries() as u64)
                 .sum(),
             frozen_memtables: st.frozen.len(),
             disk_bytes,

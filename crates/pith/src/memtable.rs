@@ -105,6 +105,11 @@ impl Memtable {
         self.bytes.load(AtomicOrdering::Relaxed)
     }
 
+    /// Versions held (puts and deletes).
+    pub(crate) fn entries(&self) -> usize {
+        self.map.len()
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.map.is_empty()
     }

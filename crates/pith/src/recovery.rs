@@ -89,23 +89,15 @@ pub(crate) fn open(
         true => None,
         false => take_lock(&*fs, dir)?,
     };
-    let View {
-        mut m,
-        models,
-        segments,
-        recovered,
-        last_seq,
-        plain_logs,
-        report,
-    } = match read_only {
+    let mut view = match read_only {
         true => load_view_beside_writer(&fs, dir, &options)?,
         false => load_view(&fs, dir, &options, false)?,
     };
     let (wal, mem_number) = if read_only {
-        (None, m.next_file)
+        (None, view.m.next_file)
     } else {
-        let number = m.next_file;
-        m.next_file += 1;
+        let number = view.m.next_file;
+        view.m.next_file += 1;
         let path = filename::path(dir, number, FileKind::Wal);
         let w = WalWriter::create(&*fs, &path)?;
         (Some(w), number)
@@ -113,17 +105,17 @@ pub(crate) fn open(
     if !read_only {
         fs.sync_dir(dir).map_err(io(dir))?;
     }
-    let frozen = if recovered.is_empty() {
+    let frozen = if view.recovered.is_empty() {
         // The logs hold nothing the segments lack: no build is needed.
         // Torn ones stay for inspection.
         if !read_only {
-            for p in &plain_logs {
+            for p in &view.plain_logs {
                 fs.remove(p).map_err(io(p))?;
             }
         }
         Vec::new()
     } else {
-        vec![Arc::new(recovered)]
+        vec![Arc::new(view.recovered)]
     };
     let inner = Arc::new(Inner {
         dir: dir.to_path_buf(),
@@ -131,22 +123,22 @@ pub(crate) fn open(
         fs,
         read_only,
         state: RwLock::new(Arc::new(State {
-            model: models.get(&m.current_model).cloned(),
+            model: view.models.get(&view.m.current_model).cloned(),
             mem: Arc::new(Memtable::new(mem_number)),
             frozen,
-            segments,
+            segments: view.segments,
         })),
-        last_seq: AtomicU64::new(last_seq),
+        last_seq: AtomicU64::new(view.last_seq),
         queue: Mutex::new(Queue::default()),
         queue_cv: Condvar::new(),
         wal: Mutex::new(wal),
-        manifest: Mutex::new(m),
+        manifest: Mutex::new(view.m),
         snapshots: Arc::new(Mutex::new(BTreeMap::new())),
         bg: Mutex::new(Bg::default()),
         bg_cv: Condvar::new(),
         _lock: lock,
     });
-    Ok((inner, report))
+    Ok((inner, view.report))
 }
 
 /// What a database directory holds, loaded: the manifest, its models and
