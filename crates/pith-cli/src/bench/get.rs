@@ -12,6 +12,7 @@ use std::time::Instant;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
+use super::plural;
 use crate::stats::Summary;
 use crate::CliError;
 
@@ -81,10 +82,15 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         )));
     }
     println!(
-        "pith bench get: {} ({} segments, {} keys): present p50 {p50:.0} ns, p99 {p99:.0} ns; absent p50 {miss50:.0} ns, p99 {miss99:.0} ns",
+        "pith bench get: {} ({}, {}): present p50 {p50:.0} ns, p99 {p99:.0} ns; absent p50 {miss50:.0} ns, p99 {miss99:.0} ns",
         args.db.display(),
-        stats.segments.len(),
-        total
+        plural(stats.segments.len(), "segment"),
+        plural(total, "key")
+    );
+    println!(
+        "  one get timed alone, one thread: {} of {} sampled present keys, then as many absent ones (a present key with a byte appended)",
+        plural(ops, "get"),
+        keys.len()
     );
     let v = serde_json::json!({"bench": "get", "db": args.db.display().to_string(),
         "segments": stats.segments.len(), "keys": total, "ops": ops,

@@ -1,5 +1,9 @@
 //! Benchmarks: each runs PithDB and its peers in one process over the same
 //! inputs, prints a table and ends with one JSON line of figures.
+//!
+//! Output rule: stdout is the report, a table with units in its header and
+//! a legend for what the header cannot say, then, as its last line, one
+//! JSON object of figures (CI and scripts read it). Progress goes to stderr.
 
 pub mod db;
 pub mod get;
@@ -40,4 +44,27 @@ pub fn seconds<T>(runs: usize, mut f: impl FnMut() -> T) -> (Summary, T) {
     }
     let out = out.unwrap_or_else(|| unreachable!("runs >= 1"));
     (Summary::of(&mut samples), out)
+}
+
+/// `n` and `noun`, the noun in the plural unless `n` is 1: "1 thread",
+/// "8 threads", "0 segments". For nouns whose plural adds an "s".
+pub fn plural(n: usize, noun: &str) -> String {
+    match n {
+        1 => format!("1 {noun}"),
+        n => format!("{n} {noun}s"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plural;
+
+    #[test]
+    fn plural_is_singular_only_for_one() {
+        assert_eq!(plural(1, "thread"), "1 thread");
+        assert_eq!(plural(8, "thread"), "8 threads");
+        assert_eq!(plural(0, "segment"), "0 segments");
+        assert_eq!(plural(1, "segment"), "1 segment");
+        assert_eq!(plural(15_860, "key"), "15860 keys");
+    }
 }

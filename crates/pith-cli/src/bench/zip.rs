@@ -20,7 +20,7 @@ use std::time::Instant;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
-use super::seconds;
+use super::{plural, seconds};
 use crate::input::Records;
 use crate::stats::Summary;
 use crate::zip_cmd::EffortArg;
@@ -459,8 +459,9 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     };
 
     println!(
-        "pith bench zip: {} ({n} records, {:.1} MB of values)",
+        "pith bench zip: {} ({}, {:.1} MB of values)",
         args.records.display(),
+        plural(n, "record"),
         raw as f64 / 1e6
     );
     println!(
@@ -479,11 +480,6 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             r.seq_mb_s
         );
     }
-    if let Some((train_s, mb_s, model_bytes)) = shared {
-        println!(
-            "pith shared model: trained in {train_s:.2} s ({model_bytes} bytes), then encodes {mb_s:.1} MB/s on one core"
-        );
-    }
     if let Some((bytes, s)) = ceiling {
         println!(
             "{:<32} {:>12} {:>7.2} {:>9.2} {:>10} {:>10} {:>9}",
@@ -494,6 +490,14 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             "-",
             "-",
             "-"
+        );
+    }
+    println!(
+        "bytes: the store's size, values with their index and any dictionary (pith shared model: and its model file); ratio: value bytes / bytes; get: one random record read and decoded, timed alone; seq MB/s: value MB (10^6 bytes) per second of a read of every record in order; ceiling: all values as one zstd stream, no random access"
+    );
+    if let Some((train_s, mb_s, model_bytes)) = shared {
+        println!(
+            "pith shared model: trained in {train_s:.2} s ({model_bytes} bytes), then encodes {mb_s:.1} MB/s on one core"
         );
     }
     let row = |key: &str| rows.iter().find(|r| r.key == key);

@@ -28,10 +28,12 @@ fn engines(rows: &[Value]) -> Vec<String> {
     v
 }
 
+/// The memory limit as the table shows it, in MiB (`unlimited` for none,
+/// as the chart files have been named).
 fn limit_label(r: &Value) -> String {
-    match r["mem_limit_bytes"].as_f64().unwrap_or(0.0) {
-        l if l <= 0.0 => "unlimited".into(),
-        l => format!("{:.0} MB", l / 1e6),
+    match r["mem_limit_bytes"].as_u64().unwrap_or(0) {
+        0 => "unlimited".into(),
+        l => super::report::limit_text(l),
     }
 }
 

@@ -10,8 +10,10 @@
 //! workloads under each memory limit: the engine is closed, its files are
 //! dropped from the page cache, the process enters a memory cgroup of the
 //! given size (page cache included), and the engine reopens with caches
-//! sized for the limit. Output: a table, `results.jsonl` in `--out`, the
-//! same JSON objects as the last lines on stdout.
+//! sized for the limit. Output: a table with a legend, then one JSON line
+//! of the run's figures, last on stdout (`report.rs`); each row's full JSON
+//! object (latency CDF, settings) in `results.jsonl` in `--out`, and on
+//! stdout too with `--json`.
 //!
 //! Each read phase runs in a child process (this binary with hidden
 //! arguments), which reads the keys, then enters the cgroup, so a limit
@@ -34,6 +36,7 @@
 
 mod charts;
 mod engine;
+mod report;
 mod sys;
 mod workload;
 
@@ -43,6 +46,7 @@ use std::time::Duration;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
+use super::plural;
 use crate::input::Records;
 use crate::CliError;
 use workload::{Budget, Order, Outcome, Read};
@@ -81,9 +85,15 @@ pub struct Args {
     /// Short run: fillrandom with 1 thread only, 2-second reads.
     #[arg(long)]
     quick: bool,
-    /// Where results.jsonl goes.
+    /// Where results.jsonl (each row's full JSON object, latency CDF
+    /// included) and the SVG charts go.
     #[arg(long, default_value = "bench-out")]
     out: PathBuf,
+    /// Also print each row's full JSON object (the lines of results.jsonl)
+    /// on stdout, after the table. Either way stdout ends with one line, a
+    /// JSON object of the run's figures, for scripts.
+    #[arg(long)]
+    json: bool,
     /// Where the databases are built (a fresh subdirectory; removed after).
     #[arg(long)]
     dir: Option<PathBuf>,
@@ -133,7 +143,7 @@ impl Row {
             "mean_us": us(h.mean()), "p50_us": us(h.value_at_quantile(0.5) as f64),
             "p99_us": us(h.value_at_quantile(0.99) as f64), "p999_us": us(h.value_at_quantile(0.999) as f64),
             "max_us": us(h.max() as f64), "stddev_us": us(h.stdev()),
-            "latency_unit": if fill { "batch of 64" } else { "operation" },
+            "latency_unit": if fill { format!("batch of {}", workload::FILL_BATCH) } else { "operation".into() },
             "db_bytes": self.db_bytes, "write_amp": self.write_amp,
             "peak_rss_bytes": self.peak_rss, "mem_limit_bytes": self.mem_limit,
             "cache_bytes": self.cache_bytes, "settings": self.settings,
@@ -246,11 +256,18 @@ fn read_phase(args: &Args, dir: &std::path::Path, data: &Loaded) -> Result<(), C
     let guard = if limit > 0 {
         match sys::MemoryLimit::enter(limit) {
             Ok(g) => {
-                eprintln!("{name}: memory limited to {limit} bytes (page cache included) by a cgroup v{} child group", g.version);
+                eprintln!(
+                    "{name}: memory limited to {} (page cache included) by a cgroup v{} child group",
+                    report::limit_text(limit),
+                    g.version
+                );
                 Some(g)
             }
             Err(e) => {
-                eprintln!("{name}: cannot limit memory to {limit} bytes ({e}); running this phase unlimited");
+                eprintln!(
+                    "{name}: cannot limit memory to {} ({e}); running this phase unlimited",
+                    report::limit_text(limit)
+                );
                 None
             }
         }
@@ -266,13 +283,9 @@ fn read_phase(args: &Args, dir: &std::path::Path, data: &Loaded) -> Result<(), C
     let db = engine::open(name, dir, args.read_phase_cache, memtable, limit > 0)?;
     for (workload, kind) in read_workloads(args) {
         eprintln!(
-            "{name}: {workload}, {} threads, memory limit {}",
-            args.threads,
-            if effective == 0 {
-                "none".to_string()
-            } else {
-                format!("{:.1} MB", effective as f64 / 1e6)
-            }
+            "{name}: {workload}, {}, memory limit {}",
+            plural(args.threads, "thread"),
+            report::limit_text(effective)
         );
         sys::reset_peak_rss();
         let outcome = workload::read(
@@ -318,8 +331,8 @@ fn read_while_writing(
 ) -> Result<serde_json::Value, CliError> {
     let name = args.engines.trim();
     eprintln!(
-        "{name}: {READ_WHILE_WRITING}, {} reader threads and one writer",
-        args.threads
+        "{name}: {READ_WHILE_WRITING}, {} and one writer",
+        plural(args.threads, "reader thread")
     );
     sys::reset_peak_rss();
     let written = sys::write_bytes();
@@ -430,12 +443,9 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         })
         .collect::<Result<_, _>>()?;
     eprintln!(
-        "pith bench db: {} ({} keys, {:.1} MB raw); engines {}; read threads {}",
-        args.dataset.display(),
-        keys.len(),
-        raw_bytes as f64 / 1e6,
-        engines.join(","),
-        args.threads
+        "{}; engines {}",
+        report::title(args, keys.len(), raw_bytes),
+        engines.join(",")
     );
     let base = match &args.dir {
         Some(d) => d.join(format!("pith-bench-{}", std::process::id())),
@@ -445,7 +455,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     let result = run_engines(args, &engines, &workloads, raw_bytes, &limits, &base);
     let _ = std::fs::remove_dir_all(&base);
     let rows = result?;
-    report(args, &rows, raw_bytes)
+    report::report(args, &rows, keys.len(), raw_bytes)
 }
 
 fn run_engines(
@@ -488,7 +498,7 @@ fn run_engines(
         let mut read_dir = None;
         for (i, &(workload, order, threads)) in fills.iter().enumerate() {
             let dir = base.join(format!("{name}-{i}"));
-            eprintln!("{name}: {workload} with {threads} threads");
+            eprintln!("{name}: {workload} with {}", plural(threads, "thread"));
             let db = engine::open(name, &dir, unlimited_cache, 64 << 20, false)?;
             sys::reset_peak_rss();
             let written = sys::write_bytes();
@@ -623,10 +633,14 @@ fn spawn_read_phase(
         .collect();
     if !out.status.success() {
         eprintln!(
-            "{name}: the read phase with memory limit {limit_name} ended early ({}); {} workloads measured{}",
+            "{name}: the read phase with memory limit {limit_name} ended early ({}); {} measured{}",
             out.status,
-            rows.len(),
-            if limit > 0 { ", likely killed by the cgroup's out-of-memory killer" } else { "" }
+            plural(rows.len(), "workload"),
+            if limit > 0 {
+                ", likely killed by the cgroup's out-of-memory killer"
+            } else {
+                ""
+            }
         );
         let mut rows = rows;
         rows.push(
@@ -636,119 +650,4 @@ fn spawn_read_phase(
         return Ok(rows);
     }
     Ok(rows)
-}
-
-fn report(args: &Args, rows: &[serde_json::Value], _raw_bytes: u64) -> Result<(), CliError> {
-    println!(
-        "{:<13} {:<16} {:>3} {:>9} {:>11} {:>9} {:>9} {:>9} {:>10} {:>9} {:>6} {:>8}",
-        "engine",
-        "workload",
-        "thr",
-        "limit MB",
-        "qps",
-        "mean us",
-        "p50 us",
-        "p99 us",
-        "p99.9 us",
-        "db MB",
-        "w-amp",
-        "rss MB"
-    );
-    for j in rows {
-        let f = |k: &str| j[k].as_f64().unwrap_or(0.0);
-        if let Some(e) = j["error"].as_str() {
-            println!("{:<13} {e}", j["engine"].as_str().unwrap_or("?"));
-            continue;
-        }
-        println!(
-            "{:<13} {:<16} {:>3} {:>9.1} {:>11.0} {:>9.1} {:>9.1} {:>9.1} {:>10.1} {:>9.2} {:>6} {:>8.1}",
-            j["engine"].as_str().unwrap_or("?"),
-            j["workload"].as_str().unwrap_or("?"),
-            f("threads"),
-            f("mem_limit_bytes") / 1e6,
-            f("qps"),
-            f("mean_us"),
-            f("p50_us"),
-            f("p99_us"),
-            f("p999_us"),
-            f("db_bytes") / 1e6,
-            j["write_amp"].as_f64().map_or("-".to_string(), |w| format!("{w:.2}")),
-            f("peak_rss_bytes") / 1e6
-        );
-        if let Some(writer) = j["writer_rps"].as_f64() {
-            println!(
-                "{:<13} {:<16} writer {writer:.0} records/s (p50 {:.1} us, p99 {:.1} us), then {:.2} s settling to {:.2} MB",
-                "",
-                "",
-                f("writer_p50_us"),
-                f("writer_p99_us"),
-                f("settle_seconds"),
-                f("db_bytes") / 1e6
-            );
-        }
-        if let Some(sustained) = j["sustained_rps"].as_f64() {
-            println!(
-                "{:<13} {:<16} sustained {sustained:.0} records/s (fill, then {:.2} s settling)",
-                "",
-                "",
-                f("settle_seconds")
-            );
-        }
-    }
-    // Ratios of PithDB to each peer, workload by workload.
-    let key = |j: &serde_json::Value| {
-        (
-            j["workload"].to_string(),
-            j["threads"].to_string(),
-            j["mem_limit_bytes"].to_string(),
-        )
-    };
-    let engine = |j: &serde_json::Value| j["engine"].as_str().unwrap_or("").to_string();
-    let peers: std::collections::BTreeSet<String> =
-        rows.iter().map(engine).filter(|e| e != "pith").collect();
-    for peer in peers {
-        println!("pith / {peer}:");
-        for r in rows
-            .iter()
-            .filter(|r| engine(r) == "pith" && r["error"].is_null())
-        {
-            if let Some(p) = rows
-                .iter()
-                .find(|p| engine(p) == peer && key(p) == key(r) && p["error"].is_null())
-            {
-                let g = |x: &serde_json::Value, k: &str| x[k].as_f64().unwrap_or(0.0);
-                let writer = if r["writer_rps"].is_null() {
-                    String::new()
-                } else {
-                    format!(
-                        ", writer {:.2}x",
-                        g(r, "writer_rps") / g(p, "writer_rps").max(1e-9)
-                    )
-                };
-                println!(
-                    "  {:<16} {} thr, limit {:>6.1} MB: qps {:.2}x, p99 {:.2}x, size {:.2}x{writer}",
-                    r["workload"].as_str().unwrap_or("?"),
-                    r["threads"],
-                    g(r, "mem_limit_bytes") / 1e6,
-                    g(r, "qps") / g(p, "qps").max(1e-9),
-                    g(r, "p99_us") / g(p, "p99_us").max(1e-9),
-                    g(r, "db_bytes") / g(p, "db_bytes").max(1.0)
-                );
-            }
-        }
-    }
-    std::fs::create_dir_all(&args.out).map_err(io(&args.out))?;
-    let path = args.out.join("results.jsonl");
-    let text: String = rows.iter().map(|j| format!("{j}\n")).collect();
-    std::fs::write(&path, &text).map_err(io(&path))?;
-    let charts = charts::write(&args.out, rows).map_err(io(&args.out))?;
-    eprintln!(
-        "results: {} and {} charts ({}) in {}",
-        path.display(),
-        charts.len(),
-        charts.join(", "),
-        args.out.display()
-    );
-    print!("{text}");
-    Ok(())
 }

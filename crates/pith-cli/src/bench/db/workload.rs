@@ -23,6 +23,9 @@ use crate::CliError;
 /// Records per write batch in fills (one atomic batch or transaction).
 pub const FILL_BATCH: usize = 64;
 
+/// Records one `scan` operation reads, from a random existing key on.
+pub const SCAN_LEN: usize = 100;
+
 /// Records a fill sorts or shuffles at once: the whole input when it is
 /// smaller, so `fillrandom` over debian-packages is fully random.
 pub const FILL_CHUNK_BYTES: usize = 256 << 20;
@@ -131,7 +134,7 @@ pub enum Read {
     Missing,
     /// Reads of existing keys, `100 - pct` percent random updates.
     Mixed(u32),
-    /// Scans of 100 records from random existing keys.
+    /// Scans of [`SCAN_LEN`] records from random existing keys.
     Scan,
 }
 
@@ -321,7 +324,7 @@ fn readers(
                                 }
                             }
                             Read::Scan => {
-                                std::hint::black_box(engine.scan(key, 100)?);
+                                std::hint::black_box(engine.scan(key, SCAN_LEN)?);
                             }
                         }
                         h.saturating_record(t.elapsed().as_nanos() as u64);
