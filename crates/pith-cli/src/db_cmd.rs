@@ -16,6 +16,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use pith::{Options, WriteBatch, WriteOptions, DB};
 
 use crate::output::{self, Out, OutFormat};
+use crate::text::count;
 use crate::CliError;
 
 /// Where the database lives.
@@ -182,24 +183,6 @@ pub(crate) fn progress(template: &str) -> ProgressBar {
     bar
 }
 
-/// `n` with thousands separators: `1,234,567`.
-pub(crate) fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// `n` (with thousands separators) and the noun, plural when `n != 1`.
-pub(crate) fn count(n: u64, noun: &str) -> String {
-    format!("{} {noun}{}", thousands(n), if n == 1 { "" } else { "s" })
-}
-
 /// Live keys, exactly: a walk of the keys (no value is decoded).
 pub(crate) fn live_keys(db: &DB) -> Result<u64, CliError> {
     let mut n = 0;
@@ -360,7 +343,7 @@ fn search_keys(db: &DB, pattern: &str, limit: usize) -> Result<Vec<Vec<u8>>, Cli
 
 /// `pattern` matching anywhere in a key (any bytes around it).
 fn contains(pattern: &str) -> String {
-    format!("(?s:.)*(?:{pattern})(?s:.)*")
+    format!("(?s-u:.)*(?:{pattern})(?s-u:.)*")
 }
 
 /// `pith search`.
@@ -437,17 +420,4 @@ pub fn compact(args: &DbArg) -> Result<(), CliError> {
         started.elapsed().as_secs_f64()
     );
     Ok(db.close()?)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::count;
-
-    #[test]
-    fn counts_read_right() {
-        assert_eq!(count(1, "segment"), "1 segment");
-        assert_eq!(count(0, "record"), "0 records");
-        assert_eq!(count(1234567, "key"), "1,234,567 keys");
-        assert_eq!(count(999, "key"), "999 keys");
-    }
 }

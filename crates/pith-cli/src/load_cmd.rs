@@ -13,8 +13,9 @@ use std::time::Instant;
 
 use pith::{Options, WriteBatch, WriteOptions, DB};
 
-use crate::db_cmd::{count, live_keys, open_with, progress, thousands, DbArg};
+use crate::db_cmd::{live_keys, open_with, progress, DbArg};
 use crate::input::{self, Format, Records};
+use crate::text::{count, thousands};
 use crate::CliError;
 
 /// Records per log batch with `--wal`.

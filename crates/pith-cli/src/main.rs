@@ -12,6 +12,7 @@ mod output;
 mod stats;
 mod stats_cmd;
 mod stress;
+mod text;
 mod trie_cmd;
 mod zip_cmd;
 
@@ -220,10 +221,10 @@ fn loaded_before(written: u64, last_line: u64, input: &std::path::Path) -> Strin
         0 => format!("nothing from {} was written", input.display()),
         n => format!(
             "{} from {} (its lines 1-{}) are in the database; nothing after line {} was written",
-            db_cmd::count(n, "record"),
+            text::count(n, "record"),
             input.display(),
-            db_cmd::thousands(last_line),
-            db_cmd::thousands(last_line)
+            text::thousands(last_line),
+            text::thousands(last_line)
         ),
     }
 }

@@ -14,7 +14,8 @@
 
 use std::time::Instant;
 
-use crate::db_cmd::{count, open_read_only, progress, DbArg};
+use crate::db_cmd::{open_read_only, progress, DbArg};
+use crate::text::count;
 use crate::CliError;
 
 /// `pith stats`.
@@ -50,7 +51,7 @@ fn walk_live(db: &pith::DB) -> Result<Live, CliError> {
         live.keys += 1;
         live.key_bytes += k.len() as u64;
         live.value_bytes += v.len() as u64;
-        if live.keys % 4096 == 0 {
+        if live.keys.is_multiple_of(4096) {
             bar.set_position(live.keys);
         }
     }

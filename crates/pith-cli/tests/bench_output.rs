@@ -5,7 +5,10 @@
 //! stdout only with `--json` (they are always in `--out`).
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
+
+mod common;
+use common::{pith, text};
 
 /// Writes `n` JSON Lines records shaped like the bundled sample's (package
 /// keys, JSON values of a few hundred bytes).
@@ -31,26 +34,28 @@ fn bench_db(dir: &Path, extra: &[&str]) -> Output {
         dataset(&data, 2000);
     }
     let out = dir.join("out");
-    Command::new(env!("CARGO_BIN_EXE_pith"))
-        .args(["bench", "db", "--quick", "--threads", "1", "--ops", "300"])
-        .arg("--dataset")
-        .arg(&data)
-        .arg("--out")
-        .arg(&out)
-        .arg("--dir")
-        .arg(dir)
-        .args(extra)
-        .output()
-        .expect("run the pith binary")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
+    let mut args: Vec<std::ffi::OsString> = [
+        "bench",
+        "db",
+        "--quick",
+        "--threads",
+        "1",
+        "--ops",
+        "300",
+        "--dataset",
+    ]
+    .iter()
+    .map(Into::into)
+    .collect();
+    args.extend([
+        data.into_os_string(),
+        "--out".into(),
+        out.into_os_string(),
+        "--dir".into(),
+        dir.into(),
+    ]);
+    args.extend(extra.iter().map(Into::into));
+    pith(&args)
 }
 
 /// Whether `line` is a JSON object.

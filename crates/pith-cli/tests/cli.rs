@@ -6,28 +6,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-fn pith(args: &[&str]) -> Output {
-    pith_with_stdin(args, None)
-}
-
-fn pith_with_stdin(args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pith"))
-        .args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run pith");
-    if let Some(bytes) = stdin {
-        let mut pipe = child.stdin.take().expect("stdin");
-        pipe.write_all(bytes).expect("write stdin");
-    }
-    child.wait_with_output().expect("wait")
-}
+mod common;
+use common::{pith, pith_with_stdin};
 
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()

@@ -3,23 +3,10 @@
 //! because a value was changed behind its back with `pith put`.
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn pith(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pith"))
-        .args(args)
-        .output()
-        .expect("run the pith binary")
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "status {}\n--- stdout\n{}\n--- stderr\n{}",
-        o.status,
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
+mod common;
+use common::{pith, text};
 
 /// The number after `label` in the summary.
 fn figure(o: &Output, label: &str) -> u64 {

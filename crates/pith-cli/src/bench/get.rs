@@ -12,8 +12,8 @@ use std::time::Instant;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
-use super::plural;
 use crate::stats::Summary;
+use crate::text::count;
 use crate::CliError;
 
 /// `pith bench get` arguments.
@@ -84,12 +84,12 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     println!(
         "pith bench get: {} ({}, {}): present p50 {p50:.0} ns, p99 {p99:.0} ns; absent p50 {miss50:.0} ns, p99 {miss99:.0} ns",
         args.db.display(),
-        plural(stats.segments.len(), "segment"),
-        plural(total, "key")
+        count(stats.segments.len(), "segment"),
+        count(total, "key")
     );
     println!(
         "  one get timed alone, one thread: {} of {} sampled present keys, then as many absent ones (a present key with a byte appended)",
-        plural(ops, "get"),
+        count(ops, "get"),
         keys.len()
     );
     let v = serde_json::json!({"bench": "get", "db": args.db.display().to_string(),

@@ -45,26 +45,3 @@ pub fn seconds<T>(runs: usize, mut f: impl FnMut() -> T) -> (Summary, T) {
     let out = out.unwrap_or_else(|| unreachable!("runs >= 1"));
     (Summary::of(&mut samples), out)
 }
-
-/// `n` and `noun`, the noun in the plural unless `n` is 1: "1 thread",
-/// "8 threads", "0 segments". For nouns whose plural adds an "s".
-pub fn plural(n: usize, noun: &str) -> String {
-    match n {
-        1 => format!("1 {noun}"),
-        n => format!("{n} {noun}s"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::plural;
-
-    #[test]
-    fn plural_is_singular_only_for_one() {
-        assert_eq!(plural(1, "thread"), "1 thread");
-        assert_eq!(plural(8, "thread"), "8 threads");
-        assert_eq!(plural(0, "segment"), "0 segments");
-        assert_eq!(plural(1, "segment"), "1 segment");
-        assert_eq!(plural(15_860, "key"), "15860 keys");
-    }
-}

@@ -9,10 +9,11 @@ use std::path::PathBuf;
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
-use super::{ns_per_op, plural, seconds};
+use super::{ns_per_op, seconds};
 use crate::alloc::measure_peak;
 use crate::input::sorted_keys;
 use crate::stats::Summary;
+use crate::text::count;
 use crate::CliError;
 
 /// Options of `pith bench trie`.
@@ -175,7 +176,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     println!(
         "pith bench trie: {} ({}, {} of key bytes)",
         args.keys.display(),
-        plural(n, "key"),
+        count(n, "key"),
         fmt_bytes(raw_bytes)
     );
     println!(
@@ -264,8 +265,8 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         pa.spread_pct(),
         fa.spread_pct(),
         pk.spread_pct(),
-        plural(rounds, "round"),
-        plural(n, "op")
+        count(rounds, "round"),
+        count(n, "op")
     );
     let json = serde_json::json!({
         "bench": "trie",

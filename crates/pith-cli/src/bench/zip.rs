@@ -20,9 +20,10 @@ use std::time::Instant;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
-use super::{plural, seconds};
+use super::seconds;
 use crate::input::Records;
 use crate::stats::Summary;
+use crate::text::count;
 use crate::zip_cmd::EffortArg;
 use crate::CliError;
 
@@ -461,7 +462,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
     println!(
         "pith bench zip: {} ({}, {:.1} MB of values)",
         args.records.display(),
-        plural(n, "record"),
+        count(n, "record"),
         raw as f64 / 1e6
     );
     println!(

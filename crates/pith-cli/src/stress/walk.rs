@@ -109,8 +109,8 @@ fn switch(
     status(it)?;
     let got = it.key().map(<[u8]>::to_vec);
     let outside = |g: &[u8]| match dir {
-        Dir::Forward => g < key && model.index_of(g).map_or(true, |i| i < lo),
-        Dir::Backward => g > key && model.index_of(g).map_or(true, |i| i >= hi),
+        Dir::Forward => g < key && model.index_of(g).is_none_or(|i| i < lo),
+        Dir::Backward => g > key && model.index_of(g).is_none_or(|i| i >= hi),
     };
     let ok = match (&got, last) {
         (Some(g), Some(l)) => g.as_slice() == l,

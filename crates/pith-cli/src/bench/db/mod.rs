@@ -46,8 +46,8 @@ use std::time::Duration;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
-use super::plural;
 use crate::input::Records;
+use crate::text::count;
 use crate::CliError;
 use workload::{Budget, Order, Outcome, Read};
 
@@ -284,7 +284,7 @@ fn read_phase(args: &Args, dir: &std::path::Path, data: &Loaded) -> Result<(), C
     for (workload, kind) in read_workloads(args) {
         eprintln!(
             "{name}: {workload}, {}, memory limit {}",
-            plural(args.threads, "thread"),
+            count(args.threads, "thread"),
             report::limit_text(effective)
         );
         sys::reset_peak_rss();
@@ -332,7 +332,7 @@ fn read_while_writing(
     let name = args.engines.trim();
     eprintln!(
         "{name}: {READ_WHILE_WRITING}, {} and one writer",
-        plural(args.threads, "reader thread")
+        count(args.threads, "reader thread")
     );
     sys::reset_peak_rss();
     let written = sys::write_bytes();
@@ -498,7 +498,7 @@ fn run_engines(
         let mut read_dir = None;
         for (i, &(workload, order, threads)) in fills.iter().enumerate() {
             let dir = base.join(format!("{name}-{i}"));
-            eprintln!("{name}: {workload} with {}", plural(threads, "thread"));
+            eprintln!("{name}: {workload} with {}", count(threads, "thread"));
             let db = engine::open(name, &dir, unlimited_cache, 64 << 20, false)?;
             sys::reset_peak_rss();
             let written = sys::write_bytes();
@@ -635,7 +635,7 @@ fn spawn_read_phase(
         eprintln!(
             "{name}: the read phase with memory limit {limit_name} ended early ({}); {} measured{}",
             out.status,
-            plural(rows.len(), "workload"),
+            count(rows.len(), "workload"),
             if limit > 0 {
                 ", likely killed by the cgroup's out-of-memory killer"
             } else {

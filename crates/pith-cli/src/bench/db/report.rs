@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::workload::{Budget, FILL_BATCH, SCAN_LEN};
 use super::{budget, charts, io, Args};
-use crate::bench::plural;
+use crate::text::count;
 use crate::CliError;
 
 /// Fields of a row that the final summary line keeps (when present): the
@@ -47,7 +47,7 @@ const SUMMARY_FIELDS: [&str; 19] = [
 pub fn limit_cell(bytes: u64) -> String {
     if bytes == 0 {
         "none".into()
-    } else if bytes % (1 << 20) == 0 {
+    } else if bytes.is_multiple_of(1 << 20) {
         format!("{}", bytes >> 20)
     } else {
         format!("{:.1}", bytes as f64 / (1u64 << 20) as f64)
@@ -254,7 +254,7 @@ fn ratio_lines(ratios: &[Ratio]) -> Vec<String> {
         lines.push(format!(
             "  {:<16} {}, limit {limit}: qps {:.2}x, p99 {:.2}x, size {:.2}x{writer}",
             r.workload,
-            plural(r.threads, "thread"),
+            count(r.threads, "thread"),
             r.qps,
             r.p99,
             r.size
@@ -299,14 +299,14 @@ fn summary(args: &Args, rows: &[Value], ratios: &[Ratio], keys: usize, raw_bytes
 pub fn title(args: &Args, keys: usize, raw_bytes: u64) -> String {
     let each = match budget(args) {
         Budget::Time(d) => format!("{} s each", d.as_secs_f64()),
-        Budget::Ops(n) => format!("{} each", plural(n as usize, "operation")),
+        Budget::Ops(n) => format!("{} each", count(n as usize, "operation")),
     };
     format!(
         "pith bench db: {} ({}, {:.1} MB of keys and values); read workloads {each}, {}",
         args.dataset.display(),
-        plural(keys, "key"),
+        count(keys, "key"),
         raw_bytes as f64 / 1e6,
-        plural(args.threads, "thread")
+        count(args.threads, "thread")
     )
 }
 

@@ -287,7 +287,7 @@ fn readers(
                                 }
                             }
                             Budget::Time(d) => {
-                                if mine % 64 == 0
+                                if mine.is_multiple_of(64)
                                     && (started.elapsed() >= d || stop.load(Ordering::Relaxed))
                                 {
                                     break;
