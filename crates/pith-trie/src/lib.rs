@@ -80,6 +80,9 @@ mod cursor;
 mod edges;
 mod error;
 mod format;
+// The fuzz entry points are not API: built for this crate's tests, and for
+// the cargo-fuzz targets (`fuzz/`) with the `fuzzing` feature.
+#[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzz;
 mod labels;
 mod perm;

@@ -68,6 +68,10 @@ mod dbformat;
 pub mod env;
 mod error;
 mod filename;
+// The fuzz entry points are not API: built for the cargo-fuzz targets
+// (`fuzz/`) and the fuzz tests with the `fuzzing` feature (this crate's
+// dev-dependency on itself turns it on for `cargo test`).
+#[cfg(feature = "fuzzing")]
 pub mod fuzz;
 mod iter;
 mod manifest;
