@@ -284,8 +284,8 @@ pub fn scan(args: &ScanArgs) -> Result<(), CliError> {
 pub fn search(args: &SearchArgs) -> Result<(), CliError> {
     let db = open_read_only(&args.db.db)?;
     let mut o = out();
-    for k in db.search(&args.regex, args.limit)? {
-        o.write_all(&k).map_err(stdout_err)?;
+    for k in db.search(&args.regex)?.keys().take(args.limit) {
+        o.write_all(&k?).map_err(stdout_err)?;
         o.write_all(b"\n").map_err(stdout_err)?;
     }
     o.flush().map_err(stdout_err)
