@@ -336,9 +336,9 @@ pub fn dump(args: &DumpArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-/// Keys matching `pattern`, in order, at most `limit`.
-fn search_keys(db: &DB, pattern: &str, limit: usize) -> Result<Vec<Vec<u8>>, CliError> {
-    Ok(db.search(pattern, limit)?)
+/// True when some key matches `pattern`.
+fn any_match(db: &DB, pattern: &str) -> Result<bool, CliError> {
+    Ok(db.search(pattern)?.keys().next().transpose()?.is_some())
 }
 
 /// `pattern` matching anywhere in a key (any bytes around it).
@@ -354,22 +354,28 @@ pub fn search(args: &SearchArgs) -> Result<(), CliError> {
         true => contains(&args.regex),
         false => args.regex.clone(),
     };
-    let keys = search_keys(&db, &pattern, args.limit.unwrap_or(usize::MAX))?;
-    if keys.is_empty() && !args.contains && !search_keys(&db, &contains(&args.regex), 1)?.is_empty()
-    {
+    let limit = args.limit.unwrap_or(usize::MAX);
+    let mut o = Out::stdout();
+    let mut found = 0usize;
+    // Keys only decode no value; with --values each match comes with its
+    // value from the same walk.
+    if args.values {
+        for kv in db.search(&pattern)?.take(limit) {
+            let (k, v) = kv?;
+            o.record(args.format, &k, Some(&v)).map_err(stdout_err)?;
+            found += 1;
+        }
+    } else {
+        for k in db.search(&pattern)?.keys().take(limit) {
+            o.record(args.format, &k?, None).map_err(stdout_err)?;
+            found += 1;
+        }
+    }
+    if found == 0 && !args.contains && any_match(&db, &contains(&args.regex))? {
         eprintln!(
             "pith: no key matches '{0}' as a whole, but some keys contain a match: the pattern must match a whole key (try '{0}.*' for a prefix, or --contains)",
             args.regex
         );
-    }
-    let mut o = Out::stdout();
-    for k in keys {
-        let value = match args.values {
-            true => db.get(&k)?,
-            false => None,
-        };
-        o.record(args.format, &k, value.as_deref())
-            .map_err(stdout_err)?;
     }
     o.finish().map_err(stdout_err)
 }

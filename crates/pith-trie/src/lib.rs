@@ -9,7 +9,8 @@
 //! * [`Trie::lower_bound`] (seek) and a [`Cursor`] that moves both ways;
 //! * [`Trie::prefix_range`] and [`Trie::range`] as id ranges;
 //! * [`Trie::regex_search`]: a DFA walked through the trie, pruning dead
-//!   subtrees instead of scanning keys.
+//!   subtrees instead of scanning keys ([`Trie::regex_walk`]: the same
+//!   walk, one match at a time).
 //!
 //! It opens zero-copy from bytes (an mmapped file): [`Trie::open`] checks the
 //! magic, version, crc32c checksums and every structural invariant, and
@@ -79,6 +80,9 @@ mod cursor;
 mod edges;
 mod error;
 mod format;
+// The fuzz entry points are not API: built for this crate's tests, and for
+// the cargo-fuzz targets (`fuzz/`) with the `fuzzing` feature.
+#[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzz;
 mod labels;
 mod perm;
@@ -91,7 +95,7 @@ pub use builder::TrieBuilder;
 pub use cursor::{Cursor, Keys};
 pub use error::{Error, Result};
 pub use format::{AlignedBytes, FormatVersion, MAGIC};
-pub use regex::{KeyRegex, RegexStats};
+pub use regex::{KeyRegex, RegexStats, RegexWalk};
 pub use trie::{SizeReport, Trie};
 
 /// Builds a trie from keys in strictly increasing order.

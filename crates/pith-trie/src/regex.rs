@@ -9,6 +9,8 @@
 //! the edges on the paths of its matches and their rejected neighbours.
 //! [`RegexStats::visited_edges`] counts what was touched.
 
+use std::borrow::Borrow;
+
 use regex_automata::dfa::{dense, Automaton, StartKind};
 use regex_automata::nfa::thompson;
 use regex_automata::util::{primitives::StateID, start, syntax};
@@ -29,8 +31,16 @@ pub struct KeyRegex {
 }
 
 impl KeyRegex {
-    /// Compiles `pattern` to match whole keys.
+    /// Compiles `pattern` to match whole keys. A pattern that does not
+    /// parse is an [`Error::Regex`] carrying the parser's message, which
+    /// points at the offending position in `pattern`.
     pub fn new(pattern: &str) -> Result<Self> {
+        let syntax = syntax::Config::new().utf8(false);
+        // Parsed alone first, so a syntax error names positions in the
+        // caller's pattern rather than in the anchored wrapper below (and
+        // says what is wrong: the DFA builder's own message is only
+        // "error building NFA").
+        syntax::parse_with(pattern, &syntax).map_err(|e| Error::Regex(e.to_string()))?;
         let dfa = dense::Builder::new()
             .configure(
                 dense::Config::new()
@@ -39,13 +49,13 @@ impl KeyRegex {
                     .dfa_size_limit(Some(DFA_SIZE_LIMIT))
                     .determinize_size_limit(Some(DFA_SIZE_LIMIT)),
             )
-            .syntax(syntax::Config::new().utf8(false))
+            .syntax(syntax)
             .thompson(thompson::Config::new().utf8(false))
             .build(&format!(r"(?:{pattern})\z"))
-            .map_err(|e| Error::Regex(e.to_string()))?;
+            .map_err(|e| regex_error(&e))?;
         let start = dfa
             .start_state(&start::Config::new().anchored(Anchored::Yes))
-            .map_err(|e| Error::Regex(e.to_string()))?;
+            .map_err(|e| regex_error(&e))?;
         Ok(KeyRegex { dfa, start })
     }
 
@@ -70,6 +80,20 @@ impl KeyRegex {
     }
 }
 
+/// An [`Error::Regex`] with `e`'s message and those of its causes (a
+/// build error's own message does not say what went wrong: a pattern too
+/// large for the DFA size limit says so in its cause).
+fn regex_error(e: &dyn std::error::Error) -> Error {
+    let mut message = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        message.push_str(": ");
+        message.push_str(&c.to_string());
+        cause = c.source();
+    }
+    Error::Regex(message)
+}
+
 /// Work done by a regex search.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RegexStats {
@@ -86,60 +110,55 @@ struct Frame {
     key_len: usize,
 }
 
-impl Trie<'_> {
+/// The keys of a trie matching a [`KeyRegex`], found one at a time in key
+/// order by the same pruned depth-first walk as [`Trie::regex_search`];
+/// from [`Trie::regex_walk`]. `R` is how the walk holds its pattern (a
+/// `&KeyRegex`, or an `Arc<KeyRegex>` shared by walks over several tries).
+pub struct RegexWalk<'t, 'a, R> {
+    trie: &'t Trie<'a>,
+    re: R,
+    /// The root's (empty) key is still to be offered.
+    root_pending: bool,
+    stack: Vec<Frame>,
+    key: Vec<u8>,
+    stats: RegexStats,
+}
+
+impl<'a> Trie<'a> {
+    /// A walk over the keys matching `re`, in key order: call
+    /// [`RegexWalk::next_match`] for each.
+    pub fn regex_walk<R: Borrow<KeyRegex>>(&self, re: R) -> RegexWalk<'_, 'a, R> {
+        let mut stack = Vec::new();
+        if self.edges.len() != 0 {
+            let (s, t) = self.children(0);
+            stack.push(Frame {
+                next: s,
+                end: t,
+                state: re.borrow().start,
+                key_len: 0,
+            });
+        }
+        RegexWalk {
+            trie: self,
+            re,
+            root_pending: self.root_terminal,
+            stack,
+            key: Vec::new(),
+            stats: RegexStats::default(),
+        }
+    }
+
     /// Calls `f(id, key)` for every key matching `re`, in key order, until
     /// `f` returns false.
     pub fn regex_search(&self, re: &KeyRegex, mut f: impl FnMut(u64, &[u8]) -> bool) -> RegexStats {
-        let mut stats = RegexStats::default();
-        let mut key = Vec::new();
-        if self.root_terminal && re.is_match_at_end(re.start) {
-            stats.matches += 1;
-            if !f(self.perm.get(0) as u64, &key) {
-                return stats;
+        let mut walk = self.regex_walk(re);
+        while let Some(id) = walk.next_match() {
+            if !f(id, walk.key()) {
+                break;
             }
         }
-        if self.edges.len() == 0 {
-            return stats;
-        }
-        let (s, t) = self.children(0);
-        let mut stack = vec![Frame {
-            next: s,
-            end: t,
-            state: re.start,
-            key_len: 0,
-        }];
-        while let Some(frame) = stack.last_mut() {
-            if frame.next == frame.end {
-                stack.pop();
-                continue;
-            }
-            let e = frame.next;
-            frame.next += 1;
-            stats.visited_edges += 1;
-            key.truncate(frame.key_len);
-            self.push_label(e, &mut key);
-            let Some(state) = re.feed(frame.state, &key[frame.key_len..]) else {
-                continue;
-            };
-            if self.edges.bit(TERM, e) && re.is_match_at_end(state) {
-                stats.matches += 1;
-                if !f(self.edge_id(e), &key) {
-                    return stats;
-                }
-            }
-            if self.edges.bit(HAS_CHILD, e) {
-                let (s, t) = self.children(self.child_node(e));
-                stack.push(Frame {
-                    next: s,
-                    end: t,
-                    state,
-                    key_len: key.len(),
-                });
-            }
-        }
-        stats
+        walk.stats()
     }
-
     /// Ids of all keys matching `pattern`, in key order.
     pub fn regex_ids(&self, pattern: &str) -> Result<Vec<u64>> {
         let re = KeyRegex::new(pattern)?;
@@ -149,5 +168,59 @@ impl Trie<'_> {
             true
         });
         Ok(ids)
+    }
+}
+
+impl<R: Borrow<KeyRegex>> RegexWalk<'_, '_, R> {
+    /// The id of the next matching key (then [`RegexWalk::key`] is that
+    /// key), or `None` when there are no more.
+    pub fn next_match(&mut self) -> Option<u64> {
+        let (trie, re) = (self.trie, self.re.borrow());
+        if std::mem::take(&mut self.root_pending) {
+            self.key.clear();
+            if re.is_match_at_end(re.start) {
+                self.stats.matches += 1;
+                return Some(trie.perm.get(0) as u64);
+            }
+        }
+        while let Some(frame) = self.stack.last_mut() {
+            if frame.next == frame.end {
+                self.stack.pop();
+                continue;
+            }
+            let e = frame.next;
+            frame.next += 1;
+            self.stats.visited_edges += 1;
+            let (key_len, parent) = (frame.key_len, frame.state);
+            self.key.truncate(key_len);
+            trie.push_label(e, &mut self.key);
+            let Some(state) = re.feed(parent, &self.key[key_len..]) else {
+                continue;
+            };
+            if trie.edges.bit(HAS_CHILD, e) {
+                let (s, t) = trie.children(trie.child_node(e));
+                self.stack.push(Frame {
+                    next: s,
+                    end: t,
+                    state,
+                    key_len: self.key.len(),
+                });
+            }
+            if trie.edges.bit(TERM, e) && re.is_match_at_end(state) {
+                self.stats.matches += 1;
+                return Some(trie.edge_id(e));
+            }
+        }
+        None
+    }
+
+    /// The key of the last match.
+    pub fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    /// Work done so far.
+    pub fn stats(&self) -> RegexStats {
+        self.stats
     }
 }

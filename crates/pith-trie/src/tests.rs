@@ -255,6 +255,46 @@ fn regex_prunes_instead_of_scanning() {
 #[test]
 fn bad_regex_is_an_error() {
     assert!(matches!(KeyRegex::new("(unclosed"), Err(Error::Regex(_))));
+    // The parser's own message, with the position in the caller's pattern
+    // (not in the anchored wrapper it is compiled in), not only "error
+    // building NFA".
+    let Err(Error::Regex(message)) = KeyRegex::new("ab(c") else {
+        panic!("a bad pattern compiled");
+    };
+    assert!(message.contains("unclosed group"), "{message}");
+    assert!(message.contains("ab(c\n"), "{message}");
+    assert!(message.contains("\n      ^\n"), "{message}");
+}
+
+#[test]
+fn regex_walk_is_the_search_one_match_at_a_time() {
+    let keys: BTreeSet<Vec<u8>> = ["", "a", "ab", "abc", "b", "ba", "bab"]
+        .iter()
+        .map(|k| k.as_bytes().to_vec())
+        .collect();
+    let bytes = trie_of(&keys);
+    let trie = Trie::open(bytes.as_bytes()).unwrap();
+    for pattern in ["", "a.*", ".*b", "b?a?b?", "x"] {
+        let re = KeyRegex::new(pattern).unwrap();
+        let mut searched = Vec::new();
+        let search_stats = trie.regex_search(&re, |id, k| {
+            searched.push((id, k.to_vec()));
+            true
+        });
+        let mut walk = trie.regex_walk(std::sync::Arc::new(re.clone()));
+        let mut walked = Vec::new();
+        while let Some(id) = walk.next_match() {
+            assert_eq!(trie.key(id).as_deref(), Some(walk.key()));
+            walked.push((id, walk.key().to_vec()));
+        }
+        assert_eq!(walked, searched, "{pattern}");
+        assert_eq!(walk.stats(), search_stats, "{pattern}");
+        assert_eq!(
+            walk.next_match(),
+            None,
+            "{pattern}: a finished walk stays finished"
+        );
+    }
 }
 
 fn sample_bytes() -> AlignedBytes {

@@ -57,6 +57,9 @@ mod bits;
 mod builder;
 mod error;
 mod format;
+// The fuzz entry points are not API: built for this crate's tests, and for
+// the cargo-fuzz targets (`fuzz/`) with the `fuzzing` feature.
+#[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzz;
 mod global;
 mod huffman;

@@ -315,6 +315,7 @@ fn frame(
 /// A one-record store whose record is stored as `stored` (any bytes),
 /// claiming a decoded length of up to 64 KiB: for fuzzing the record
 /// parser and decoder behind a valid tail.
+#[cfg(any(test, feature = "fuzzing"))]
 pub(crate) fn store_with_record(model: &Arc<Model>, stored: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
     let mut b = SharedBuilder::new(model.clone(), &Options::default(), &mut out);

@@ -19,11 +19,13 @@ use crate::core::{lock, Inner, State};
 use crate::dbformat::{tag_kind, Kind};
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
-use crate::iter::{DbIterator, MemCursor, Scan, VersionCursor};
+use crate::iter::{DbIterator, MemCursor, Scan, Source, VersionCursor};
+use crate::memtable::Memtable;
 use crate::options::{Options, WriteOptions};
 use crate::recovery::{self, RecoveryReport};
-use crate::segment::cursor::SegmentCursor;
-use crate::segment::SegmentInfo;
+use crate::search::{self, MemMatches, Search};
+use crate::segment::cursor::{SegmentCursor, SegmentMatches};
+use crate::segment::{Segment, SegmentInfo};
 use crate::wal;
 
 /// An embedded PithDB database. See the crate documentation.
@@ -156,16 +158,50 @@ fn get_in(st: &State, key: &[u8], snap: u64) -> Result<Option<Vec<u8>>> {
     Ok(None)
 }
 
+/// One source per memtable and segment of `st`, newest first: `mem` makes
+/// a memtable's, `seg` a segment's.
+fn sources_in<T: ?Sized>(
+    st: &State,
+    mem: impl Fn(Arc<Memtable>) -> Box<T>,
+    seg: impl Fn(Arc<Segment>) -> Box<T>,
+) -> Vec<Box<T>> {
+    let mems = std::iter::once(&st.mem).chain(st.frozen.iter().rev());
+    let segments = st.segments.iter().rev();
+    mems.map(|m| mem(m.clone()))
+        .chain(segments.map(|s| seg(s.clone())))
+        .collect()
+}
+
 fn iter_in(st: &State, snap: u64) -> DbIterator {
-    let mut sources: Vec<Box<dyn VersionCursor>> = Vec::new();
-    sources.push(Box::new(MemCursor::new(st.mem.clone(), snap)));
-    for m in st.frozen.iter().rev() {
-        sources.push(Box::new(MemCursor::new(m.clone(), snap)));
-    }
-    for s in st.segments.iter().rev() {
-        sources.push(Box::new(SegmentCursor::new(s.clone(), snap)));
-    }
-    DbIterator::new(sources)
+    DbIterator::new(sources_in::<dyn VersionCursor>(
+        st,
+        |m| Box::new(MemCursor::new(m, snap)),
+        |s| Box::new(SegmentCursor::new(s, snap)),
+    ))
+}
+
+fn search_in(st: &State, snap: u64, pattern: &str) -> Result<Search> {
+    let re = search::compile(pattern)?;
+    Ok(Search::new(sources_in::<dyn Source>(
+        st,
+        |m| Box::new(MemMatches::new(MemCursor::new(m, snap), re.clone())),
+        |s| Box::new(SegmentMatches::new(s, re.clone(), snap)),
+    )))
+}
+
+/// A scan of `it`'s keys in `[from, to)`; `None` leaves a side open.
+fn range_scan(it: DbIterator, from: Option<&[u8]>, to: Option<&[u8]>) -> Scan {
+    let start = from.map_or(Bound::Unbounded, |f| Bound::Included(f.to_vec()));
+    let end = to.map_or(Bound::Unbounded, |t| Bound::Excluded(t.to_vec()));
+    Scan::new(it, start, end)
+}
+
+/// A scan of `it`'s keys that start with `prefix`.
+fn prefix_scan(it: DbIterator, prefix: &[u8]) -> Scan {
+    // No successor (an empty or all-0xFF prefix): every key from `prefix`
+    // on starts with it.
+    let end = pith_enc::prefix::successor(prefix).map_or(Bound::Unbounded, Bound::Excluded);
+    Scan::new(it, Bound::Included(prefix.to_vec()), end)
 }
 
 impl DB {
@@ -254,67 +290,94 @@ impl DB {
         iter_in(&st, snapshot.seq)
     }
 
-    /// `(key, value)` pairs with keys in `[from, to)`; `None` leaves a side
-    /// open.
+    /// `(key, value)` pairs with keys in `[from, to)`, in key order;
+    /// `None` leaves a side open. Double-ended: `.rev()` walks down from
+    /// `to`.
     pub fn range(&self, from: Option<&[u8]>, to: Option<&[u8]>) -> Scan {
-        let start = from.map_or(Bound::Unbounded, Bound::Included);
-        let end = to.map_or(Bound::Unbounded, |t| Bound::Excluded(t.to_vec()));
-        Scan::new(self.iter(), start, end)
+        range_scan(self.iter(), from, to)
     }
 
-    /// `(key, value)` pairs whose keys start with `prefix`.
+    /// [`DB::range`] as of `snapshot`.
+    pub fn range_at(&self, snapshot: &Snapshot, from: Option<&[u8]>, to: Option<&[u8]>) -> Scan {
+        range_scan(self.iter_at(snapshot), from, to)
+    }
+
+    /// `(key, value)` pairs whose keys start with `prefix`, in key order.
+    /// Double-ended: `.rev()` walks down from the last such key (whatever
+    /// the prefix, `0xFF` bytes included).
     pub fn prefix(&self, prefix: &[u8]) -> Scan {
-        let end = pith_enc::prefix::successor(prefix).map_or(Bound::Unbounded, Bound::Excluded);
-        Scan::new(self.iter(), Bound::Included(prefix), end)
+        prefix_scan(self.iter(), prefix)
     }
 
-    /// Keys matching `pattern` (anchored at both ends, as a whole-key
-    /// match), in order. Segments are searched by walking the regex's DFA
-    /// through their tries, pruning subtrees no key of which can match;
-    /// memtables are scanned.
-    pub fn search(&self, pattern: &str, limit: usize) -> Result<Vec<Vec<u8>>> {
-        let re = pith_trie::KeyRegex::new(pattern).map_err(|e| Error::Regex(e.to_string()))?;
+    /// [`DB::prefix`] as of `snapshot`.
+    pub fn prefix_at(&self, snapshot: &Snapshot, prefix: &[u8]) -> Scan {
+        prefix_scan(self.iter_at(snapshot), prefix)
+    }
+
+    /// `(key, value)` pairs whose keys match `pattern` (anchored at both
+    /// ends, as a whole-key match, in `regex::bytes` syntax), in key order,
+    /// found lazily: take as many as wanted (`.take(n)`), or only the keys
+    /// ([`Search::keys`], no value decoded). Segments are searched by
+    /// walking the pattern's DFA through their tries, skipping subtrees no
+    /// key of which can match; memtables are filtered.
+    ///
+    /// A pattern that does not parse is an [`Error::Regex`] whose message
+    /// is the regex parser's, pointing at the position.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// # let db = pith::DB::open(dir.path(), pith::Options::default())?;
+    /// db.put("pkg/zlib/1.3", "deb")?;
+    /// db.put("pkg/zstd/1.5", "deb")?;
+    /// for kv in db.search(r"pkg/z.*/1\.[0-9]")?.take(10) {
+    ///     let (key, value) = kv?;
+    ///     assert!(key.starts_with(b"pkg/z") && value == b"deb");
+    /// }
+    /// let keys = db.search("pkg/zs.*")?.keys().collect::<pith::Result<Vec<_>>>()?;
+    /// assert_eq!(keys, vec![b"pkg/zstd/1.5".to_vec()]);
+    /// assert!(matches!(db.search("pkg/(z"), Err(pith::Error::Regex(_))));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn search(&self, pattern: &str) -> Result<Search> {
         let (st, snap) = self.inner.view();
-        let mut best: BTreeMap<Vec<u8>, u64> = BTreeMap::new();
-        let mut offer = |key: &[u8], tag: u64| match best.get_mut(key) {
-            Some(t) => *t = (*t).max(tag),
-            None => {
-                best.insert(key.to_vec(), tag);
-            }
-        };
-        for m in std::iter::once(&st.mem).chain(st.frozen.iter()) {
-            for f in m.keys_matching(snap, |k| re.is_match(k)) {
-                offer(&f.key, f.tag);
-            }
-        }
-        for s in &st.segments {
-            s.trie().regex_search(&re, |id, key| {
-                if let Some(r) = s.visible(id, snap) {
-                    offer(key, s.tag(r));
-                }
-                true
-            });
-        }
-        Ok(best
-            .into_iter()
-            .filter(|(_, t)| tag_kind(*t) == Kind::Put)
-            .map(|(k, _)| k)
-            .take(limit)
-            .collect())
+        search_in(&st, snap, pattern)
     }
 
-    /// Puts `key -> value`.
+    /// [`DB::search`] as of `snapshot`.
+    pub fn search_at(&self, snapshot: &Snapshot, pattern: &str) -> Result<Search> {
+        let st = self.inner.current();
+        search_in(&st, snapshot.seq, pattern)
+    }
+
+    /// Puts `key -> value`, with the default [`WriteOptions`] (not
+    /// fsynced).
     pub fn put(&self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> Result<()> {
+        self.put_opt(WriteOptions::default(), key, value)
+    }
+
+    /// Puts `key -> value` with `options` (e.g. [`WriteOptions::synced`]).
+    pub fn put_opt(
+        &self,
+        options: WriteOptions,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) -> Result<()> {
         let mut b = WriteBatch::new();
         b.put(key, value);
-        self.write(WriteOptions::default(), b)
+        self.write(options, b)
     }
 
-    /// Deletes `key` (a no-op if absent).
+    /// Deletes `key` (a no-op if absent), with the default
+    /// [`WriteOptions`].
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
+        self.delete_opt(WriteOptions::default(), key)
+    }
+
+    /// Deletes `key` (a no-op if absent) with `options`.
+    pub fn delete_opt(&self, options: WriteOptions, key: impl AsRef<[u8]>) -> Result<()> {
         let mut b = WriteBatch::new();
         b.delete(key);
-        self.write(WriteOptions::default(), b)
+        self.write(options, b)
     }
 
     /// Applies `batch` atomically: readers and recovery see all of it or

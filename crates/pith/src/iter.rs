@@ -7,7 +7,12 @@
 //! on the same key, the version with the highest tag (sequence number).
 //! Moving forward, every source sits at or after the current key; moving
 //! backward, at or before it; changing direction re-seeks every source, as
-//! LevelDB's merging iterator does.
+//! LevelDB's merging iterator does. The merge's core (`land`) serves the
+//! regex search too (`search.rs`), over forward-only sources.
+//!
+//! A [`Scan`] is a range of a [`DbIterator`] as a double-ended Rust
+//! iterator: its back end is a second `DbIterator` over the same sources,
+//! and each end stops at the last key the other returned.
 //!
 //! An iterator holds `Arc`s of the memtables and segments it was created
 //! on, so it sees one consistent snapshot however long it lives, and the
@@ -22,22 +27,32 @@ use crate::dbformat::Kind;
 use crate::error::{Error, Result};
 use crate::memtable::{Found, Memtable};
 
-/// A cursor over one source's keys at a fixed snapshot.
-pub(crate) trait VersionCursor: Send {
-    /// First key `>= key` with a visible version.
-    fn seek(&mut self, key: &[u8]);
-    /// First key with a visible version.
-    fn seek_to_first(&mut self);
-    /// Last key `< key` (any key when `None`) with a visible version.
-    fn seek_before(&mut self, key: Option<&[u8]>);
+/// One source of a merge, positioned on a key: what a merge reads of it,
+/// and a step forward. Both [`VersionCursor`]s and the search's
+/// match cursors (`search.rs`) are sources.
+pub(crate) trait Source: Send {
+    /// Steps to the next key (with a visible version).
     fn next(&mut self);
-    fn prev(&mut self);
     /// Current key, `None` when exhausted.
     fn key(&self) -> Option<&[u8]>;
     /// Tag of the current key's visible version.
     fn tag(&self) -> u64;
     /// Value of the current key's visible version.
     fn value(&self, out: &mut Vec<u8>) -> Result<()>;
+}
+
+/// A cursor over one source's keys at a fixed snapshot, both ways.
+pub(crate) trait VersionCursor: Source {
+    /// An unpositioned cursor over the same source at the same snapshot.
+    fn fresh(&self) -> Box<dyn VersionCursor>;
+    /// First key `>= key` with a visible version.
+    fn seek(&mut self, key: &[u8]);
+    /// First key with a visible version.
+    fn seek_to_first(&mut self);
+    /// Last key `< key` (any key when `None`) with a visible version.
+    fn seek_before(&mut self, key: Option<&[u8]>);
+    /// Steps to the previous key with a visible version.
+    fn prev(&mut self);
 }
 
 /// Cursor over a memtable.
@@ -58,6 +73,10 @@ impl MemCursor {
 }
 
 impl VersionCursor for MemCursor {
+    fn fresh(&self) -> Box<dyn VersionCursor> {
+        Box::new(MemCursor::new(self.mem.clone(), self.snap))
+    }
+
     fn seek(&mut self, key: &[u8]) {
         self.cur = self.mem.next_visible(key, true, self.snap);
     }
@@ -70,15 +89,17 @@ impl VersionCursor for MemCursor {
         self.cur = self.mem.prev_visible(key, self.snap);
     }
 
-    fn next(&mut self) {
-        if let Some(c) = self.cur.take() {
-            self.cur = self.mem.next_visible(&c.key, false, self.snap);
-        }
-    }
-
     fn prev(&mut self) {
         if let Some(c) = self.cur.take() {
             self.cur = self.mem.prev_visible(Some(&c.key), self.snap);
+        }
+    }
+}
+
+impl Source for MemCursor {
+    fn next(&mut self) {
+        if let Some(c) = self.cur.take() {
+            self.cur = self.mem.next_visible(&c.key, false, self.snap);
         }
     }
 
@@ -99,10 +120,66 @@ impl VersionCursor for MemCursor {
     }
 }
 
+/// Which way a merge moves.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Direction {
+pub(crate) enum Direction {
     Forward,
     Backward,
+}
+
+/// Among `sources`, the one on the nearest key in `dir`; among sources on
+/// that key, the one holding its newest version (the highest tag). `None`
+/// when every source is exhausted.
+fn nearest<S: Source + ?Sized>(sources: &[Box<S>], dir: Direction) -> Option<usize> {
+    let mut best: Option<(usize, &[u8], u64)> = None;
+    for (i, s) in sources.iter().enumerate() {
+        let Some(k) = s.key() else { continue };
+        let better = best.is_none_or(|(_, bk, bt)| match (dir, k.cmp(bk)) {
+            (Direction::Forward, std::cmp::Ordering::Less) => true,
+            (Direction::Backward, std::cmp::Ordering::Greater) => true,
+            (_, std::cmp::Ordering::Equal) => s.tag() > bt,
+            _ => false,
+        });
+        if better {
+            best = Some((i, k, s.tag()));
+        }
+    }
+    best.map(|(i, _, _)| i)
+}
+
+/// Calls `step` on every source sitting on `key`.
+fn step_all_at<S: Source + ?Sized>(sources: &mut [Box<S>], key: &[u8], step: impl Fn(&mut S)) {
+    for s in sources {
+        if s.key() == Some(key) {
+            step(&mut **s);
+        }
+    }
+}
+
+/// Lands a merge of `sources` on the nearest key in `dir` whose newest
+/// visible version is a put, stepping past deleted keys with `step` (one
+/// key in `dir`): copies the key into `key` and returns the source holding
+/// that version, or `None` when no such key is left.
+pub(crate) fn land<S: Source + ?Sized>(
+    sources: &mut [Box<S>],
+    dir: Direction,
+    key: &mut Vec<u8>,
+    step: impl Fn(&mut S),
+) -> Option<usize> {
+    loop {
+        let b = nearest(sources, dir)?;
+        key.clear();
+        key.extend_from_slice(sources[b].key().unwrap_or_default());
+        if tag_kind(sources[b].tag()) == Kind::Put {
+            return Some(b);
+        }
+        step_all_at(sources, key, &step);
+    }
+}
+
+/// Steps every source on `key` forward: past the key a merge returned.
+pub(crate) fn step_past<S: Source + ?Sized>(sources: &mut [Box<S>], key: &[u8]) {
+    step_all_at(sources, key, S::next);
 }
 
 /// A two-way iterator over the database at one snapshot.
@@ -142,6 +219,11 @@ impl DbIterator {
         }
     }
 
+    /// An unpositioned iterator over the same sources at the same snapshot.
+    pub(crate) fn unpositioned(&self) -> DbIterator {
+        DbIterator::new(self.sources.iter().map(|s| s.fresh()).collect())
+    }
+
     /// True when positioned on a key.
     pub fn valid(&self) -> bool {
         self.valid
@@ -171,11 +253,18 @@ impl DbIterator {
         decoded.as_ref().ok().map(Vec::as_slice)
     }
 
-    /// The error that stopped the iterator, or that a value could not be
-    /// decoded with, if any.
-    pub fn status(&self) -> Result<(), &Error> {
+    /// The error that stopped the iterator, or that the value at the
+    /// current position could not be decoded with, if any; `?` passes it
+    /// on. The error is owned (a clone: [`Error`] is cheap to clone, its
+    /// I/O causes shared), and the iterator keeps it: asking again returns
+    /// it again.
+    pub fn status(&self) -> Result<()> {
+        self.error().cloned().map_or(Ok(()), Err)
+    }
+
+    fn error(&self) -> Option<&Error> {
         let value_error = self.value.get().and_then(|r| r.as_ref().err());
-        self.error.as_ref().or(value_error).map_or(Ok(()), Err)
+        self.error.as_ref().or(value_error)
     }
 
     /// Forgets the current value, keeping its buffer for the next one.
@@ -214,10 +303,15 @@ impl DbIterator {
 
     /// Moves to the last key `<= key`.
     pub fn seek_for_prev(&mut self, key: &[u8]) {
+        self.seek_back(key, true);
+    }
+
+    /// Moves to the last key `< key`, or `<= key` when `inclusive`.
+    fn seek_back(&mut self, key: &[u8], inclusive: bool) {
         self.seek(key);
         if !self.valid() && self.error.is_none() {
             self.seek_to_last();
-        } else if self.valid && self.key.as_slice() != key {
+        } else if self.valid && !(inclusive && self.key.as_slice() == key) {
             self.prev();
         }
     }
@@ -262,83 +356,169 @@ impl DbIterator {
 
     /// Moves every source sitting on the current key one step.
     fn advance_at_current(&mut self, dir: Direction) {
-        let key = std::mem::take(&mut self.key);
-        for s in &mut self.sources {
-            if s.key() == Some(key.as_slice()) {
-                match dir {
-                    Direction::Forward => s.next(),
-                    Direction::Backward => s.prev(),
-                }
-            }
-        }
+        step_all_at(&mut self.sources, &self.key, cursor_step(dir));
     }
 
     /// Lands on the nearest key in `dir` whose newest visible version is a
     /// put.
     fn find(&mut self, dir: Direction) {
         self.valid = false;
-        if self.status().is_err() {
+        if self.error().is_some() {
             return;
         }
         self.reset_value();
-        loop {
-            let mut best: Option<usize> = None;
-            for (i, s) in self.sources.iter().enumerate() {
-                let Some(k) = s.key() else { continue };
-                best = match best {
-                    None => Some(i),
-                    Some(b) => {
-                        let bk = self.sources[b].key().unwrap_or_default();
-                        let better = match (dir, k.cmp(bk)) {
-                            (Direction::Forward, std::cmp::Ordering::Less) => true,
-                            (Direction::Backward, std::cmp::Ordering::Greater) => true,
-                            (_, std::cmp::Ordering::Equal) => s.tag() > self.sources[b].tag(),
-                            _ => false,
-                        };
-                        Some(if better { i } else { b })
-                    }
-                };
-            }
-            let Some(b) = best else { return };
-            self.key.clear();
-            self.key
-                .extend_from_slice(self.sources[b].key().unwrap_or_default());
-            if tag_kind(self.sources[b].tag()) == Kind::Put {
-                self.current = b;
-                self.valid = true;
-                return;
-            }
-            self.advance_at_current(dir);
+        if let Some(b) = land(&mut self.sources, dir, &mut self.key, cursor_step(dir)) {
+            self.current = b;
+            self.valid = true;
         }
     }
 }
 
-/// A forward scan from a start position to an end bound, as a Rust
-/// iterator of `(key, value)` pairs.
+/// A cursor's step in `dir`.
+fn cursor_step(dir: Direction) -> fn(&mut (dyn VersionCursor + 'static)) {
+    match dir {
+        Direction::Forward => |s| s.next(),
+        Direction::Backward => |s| s.prev(),
+    }
+}
+
+/// A scan over a key range at one snapshot, as a Rust iterator of
+/// `(key, value)` pairs in key order; from [`crate::DB::range`],
+/// [`crate::DB::prefix`] and their `_at` variants.
+///
+/// Double-ended: [`DoubleEndedIterator::next_back`] (and so `.rev()`)
+/// walks down from the end of the range, and may be mixed with `next`; the
+/// two ends stop where they meet, so no pair is returned twice. The back
+/// end is a second merge over the same sources, made on the first
+/// `next_back`, so a forward-only scan costs no more than before.
+///
+/// The scan holds the memtables and segments it was made on: later writes,
+/// flushes and merges do not change what it returns. An error (a value
+/// that cannot be decoded) is returned once, and ends the scan.
+///
+/// Thread safety: `Send`, not `Sync`.
 pub struct Scan {
-    it: DbIterator,
+    front: DbIterator,
+    /// The back end, from the first `next_back` on.
+    back: Option<DbIterator>,
+    /// The range's bounds. Once an end has returned a key, the other end
+    /// stops at that key instead (pairs not yet returned lie strictly
+    /// between the ends' positions).
+    start: Bound<Vec<u8>>,
     end: Bound<Vec<u8>>,
-    started: bool,
+    /// The front end has returned the key it is on.
+    front_started: bool,
     done: bool,
 }
 
+/// The ends of a [`Scan`].
+#[derive(Clone, Copy)]
+enum End {
+    Front,
+    Back,
+}
+
 impl Scan {
-    pub(crate) fn new(mut it: DbIterator, start: Bound<&[u8]>, end: Bound<Vec<u8>>) -> Self {
-        match start {
+    pub(crate) fn new(mut it: DbIterator, start: Bound<Vec<u8>>, end: Bound<Vec<u8>>) -> Self {
+        match &start {
             Bound::Unbounded => it.seek_to_first(),
             Bound::Included(k) => it.seek(k),
             Bound::Excluded(k) => {
                 it.seek(k);
-                if it.key() == Some(k) {
+                if it.key() == Some(k.as_slice()) {
                     it.next();
                 }
             }
         }
         Scan {
-            it,
+            front: it,
+            back: None,
+            start,
             end,
-            started: false,
+            front_started: false,
             done: false,
+        }
+    }
+
+    /// The keys only: nothing is decoded but the keys.
+    pub fn keys(self) -> ScanKeys {
+        ScanKeys { scan: self }
+    }
+
+    /// Moves `end` to its next key, without its value.
+    fn step(&mut self, end: End) -> Option<Result<Vec<u8>>> {
+        if self.done {
+            return None;
+        }
+        match (end, &mut self.back) {
+            (End::Front, _) => {
+                if self.front_started {
+                    self.front.next();
+                }
+                self.front_started = true;
+            }
+            (End::Back, Some(back)) => back.prev(),
+            (End::Back, None) => {
+                let mut back = self.front.unpositioned();
+                match &self.end {
+                    Bound::Unbounded => back.seek_to_last(),
+                    Bound::Included(k) => back.seek_back(k, true),
+                    Bound::Excluded(k) => back.seek_back(k, false),
+                }
+                self.back = Some(back);
+            }
+        }
+        let it = self.iterator(end)?;
+        let next = match it.key() {
+            None => it.status().err().map(Err),
+            Some(key) if self.before_the_other_end(end, key) => return Some(Ok(key.to_vec())),
+            Some(_) => None,
+        };
+        self.done = true;
+        next
+    }
+
+    fn iterator(&self, end: End) -> Option<&DbIterator> {
+        match end {
+            End::Front => Some(&self.front),
+            End::Back => self.back.as_ref(),
+        }
+    }
+
+    /// True when `key`, reached by `end`, is short of where the other end
+    /// stops: the other end's last key once it has returned one, else the
+    /// range's bound on that side.
+    fn before_the_other_end(&self, end: End, key: &[u8]) -> bool {
+        match end {
+            End::Front => match (&self.back, &self.end) {
+                (Some(back), _) => back.key().is_some_and(|b| key < b),
+                (None, Bound::Unbounded) => true,
+                (None, Bound::Included(e)) => key <= e.as_slice(),
+                (None, Bound::Excluded(e)) => key < e.as_slice(),
+            },
+            End::Back => match (self.front_started, &self.start) {
+                (true, _) => self.front.key().is_some_and(|f| key > f),
+                (false, Bound::Unbounded) => true,
+                (false, Bound::Included(s)) => key >= s.as_slice(),
+                (false, Bound::Excluded(s)) => key > s.as_slice(),
+            },
+        }
+    }
+
+    /// Moves `end` to its next pair.
+    fn pair(&mut self, end: End) -> Option<Result<(Vec<u8>, Vec<u8>)>> {
+        let key = match self.step(end)? {
+            Ok(k) => k,
+            Err(e) => return Some(Err(e)),
+        };
+        let it = self.iterator(end)?;
+        match it.value() {
+            Some(v) => Some(Ok((key, v.to_vec()))),
+            None => {
+                let status = it.status();
+                self.done = true;
+                status.err().map(Err)
+            }
         }
     }
 }
@@ -347,55 +527,20 @@ impl Iterator for Scan {
     type Item = Result<(Vec<u8>, Vec<u8>)>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let key = match self.next_key()? {
-            Ok(k) => k,
-            Err(e) => return Some(Err(e)),
-        };
-        match self.it.value() {
-            Some(v) => Some(Ok((key, v.to_vec()))),
-            None => {
-                self.done = true;
-                self.it.status().err().cloned().map(Err)
-            }
-        }
+        self.pair(End::Front)
     }
 }
 
-impl Scan {
-    /// The keys only: nothing is decoded but the keys.
-    pub fn keys(self) -> ScanKeys {
-        ScanKeys { scan: self }
-    }
-
-    /// The next key in range, without its value.
-    fn next_key(&mut self) -> Option<Result<Vec<u8>>> {
-        if self.done {
-            return None;
-        }
-        if self.started {
-            self.it.next();
-        }
-        self.started = true;
-        if !self.it.valid() {
-            self.done = true;
-            return self.it.status().err().cloned().map(Err);
-        }
-        let key = self.it.key().unwrap_or_default();
-        let in_range = match &self.end {
-            Bound::Unbounded => true,
-            Bound::Included(e) => key <= e.as_slice(),
-            Bound::Excluded(e) => key < e.as_slice(),
-        };
-        if !in_range {
-            self.done = true;
-            return None;
-        }
-        Some(Ok(key.to_vec()))
+impl DoubleEndedIterator for Scan {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.pair(End::Back)
     }
 }
+
+impl std::iter::FusedIterator for Scan {}
 
 /// The keys of a [`Scan`], in order, without their values (no value is
-/// decoded); from [`Scan::keys`].
+/// decoded); from [`Scan::keys`]. Double-ended, like the scan.
 pub struct ScanKeys {
     scan: Scan,
 }
@@ -404,6 +549,14 @@ impl Iterator for ScanKeys {
     type Item = Result<Vec<u8>>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.scan.next_key()
+        self.scan.step(End::Front)
     }
 }
+
+impl DoubleEndedIterator for ScanKeys {
+    fn next_back(&mut self) -> Option<Self::Item> {
+        self.scan.step(End::Back)
+    }
+}
+
+impl std::iter::FusedIterator for ScanKeys {}

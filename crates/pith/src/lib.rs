@@ -26,11 +26,28 @@
 //! assert_eq!(db.get("banana")?.as_deref(), Some(&b"green"[..]));
 //! assert_eq!(db.get_at(&snap, "banana")?.as_deref(), Some(&b"yellow"[..]));
 //! assert_eq!(db.get("apple")?, None);
-//! let keys: Vec<Vec<u8>> = db.prefix(b"b").map(|kv| kv.map(|(k, _)| k)).collect::<Result<_, _>>()?;
+//! let keys: Vec<Vec<u8>> = db.prefix(b"b").keys().collect::<pith::Result<_>>()?;
 //! assert_eq!(keys, vec![b"banana".to_vec()]);
-//! assert_eq!(db.search("c.*y", 10)?, vec![b"cherry".to_vec()]);
+//! // Scans are double-ended, and take a snapshot too.
+//! let (last, _) = db.range(None, None).next_back().expect("a key")?;
+//! assert_eq!(last, b"cherry");
+//! let old: Vec<_> = db.prefix_at(&snap, b"b").collect::<pith::Result<_>>()?;
+//! assert_eq!(old, vec![(b"banana".to_vec(), b"yellow".to_vec())]);
+//! // A regex over whole keys, walked through the segments' tries.
+//! let (key, value) = db.search("c.*y")?.next().expect("a match")?;
+//! assert_eq!((key.as_slice(), value.as_slice()), (&b"cherry"[..], &b"dark red"[..]));
+//! db.delete_opt(WriteOptions::synced(), "cherry")?;
+//! assert_eq!(db.search("c.*y")?.count(), 0);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! # Reading
+//!
+//! Point reads ([`DB::get`]), scans ([`DB::range`], [`DB::prefix`]: a
+//! [`Scan`], double-ended, with [`Scan::keys`] to decode no value), regex
+//! search ([`DB::search`]: a lazy [`Search`]) and the two-way
+//! [`DbIterator`] ([`DB::iter`]) read the current state; each has an `_at`
+//! variant that reads as of a [`Snapshot`].
 //!
 //! # Durability
 //!
@@ -39,7 +56,7 @@
 //! logs and stops at a torn tail. Segment files and the manifest are
 //! written to temporary names, fsynced and renamed. A `LOCK` file keeps a
 //! second process (or handle) out. All file access goes through the
-//! file-system seam in [`env`], whose durability contract the engine
+//! file-system seam in [`env`](mod@env), whose durability contract the engine
 //! relies on, and whose in-memory and fault-injecting implementations the
 //! power-loss and I/O-error tests use.
 //!
@@ -58,7 +75,7 @@
 // Layers, bottom to top: each module imports only modules before it on
 // this line, so none imports one that imports it back (the `layering`
 // test reads the line and checks every module's imports against it).
-// layers: dbformat filename env error batch wal manifest memtable iter model_file segment merge options core training write bulk background recovery db fuzz
+// layers: dbformat filename env error batch wal manifest memtable iter search model_file segment merge options core training write bulk background recovery db fuzz
 mod background;
 mod batch;
 mod bulk;
@@ -68,6 +85,10 @@ mod dbformat;
 pub mod env;
 mod error;
 mod filename;
+// The fuzz entry points are not API: built for the cargo-fuzz targets
+// (`fuzz/`) and the fuzz tests with the `fuzzing` feature (this crate's
+// dev-dependency on itself turns it on for `cargo test`).
+#[cfg(feature = "fuzzing")]
 pub mod fuzz;
 mod iter;
 mod manifest;
@@ -76,6 +97,7 @@ mod merge;
 mod model_file;
 mod options;
 mod recovery;
+mod search;
 mod segment;
 mod training;
 mod wal;
@@ -90,5 +112,11 @@ pub use db::{ModelInfo, Snapshot, Stats, VerifyReport, DB};
 pub use error::{Error, Result};
 pub use iter::{DbIterator, Scan, ScanKeys};
 pub use options::{Options, WriteOptions};
+/// Record-store options (`pith-zip`'s), the type of [`Options::flush_zip`]
+/// and [`Options::merge_zip`].
+pub use pith_zip::Options as ZipOptions;
+// The types of `ZipOptions`' fields.
+pub use pith_zip::{Codec, CodecChoice, Effort};
 pub use recovery::RecoveryReport;
+pub use search::{Search, SearchKeys};
 pub use segment::SegmentInfo;

@@ -196,24 +196,6 @@ impl Memtable {
     pub(crate) fn versions(&self) -> impl Iterator<Item = MemEntry<'_>> + '_ {
         self.map.iter()
     }
-
-    /// Keys (with visible versions at `snap`) matching `accept`, in order.
-    pub(crate) fn keys_matching(
-        &self,
-        snap: u64,
-        mut accept: impl FnMut(&[u8]) -> bool,
-    ) -> Vec<Found> {
-        let mut out = Vec::new();
-        let mut cur = self.next_visible(&[], true, snap);
-        while let Some(f) = cur {
-            let next = self.next_visible(&f.key, false, snap);
-            if accept(&f.key) {
-                out.push(f);
-            }
-            cur = next;
-        }
-        out
-    }
 }
 
 #[cfg(test)]

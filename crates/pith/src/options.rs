@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use pith_zip::{Codec, CodecChoice};
+use pith_zip::{Codec, CodecChoice, Options as ZipOptions};
 
 use crate::env::Fs;
 
@@ -37,14 +37,24 @@ pub struct Options {
     /// segment; default true. Flushes then encode without training and
     /// merges copy records without decoding; the model is in memory once.
     pub shared_models: bool,
-    /// Record-store options for segments built from memtables when there
-    /// is no shared model (`shared_models` off, or too little data yet to
-    /// train one). Default: zstd-dict at level 3, chosen for build speed.
-    pub flush_zip: pith_zip::Options,
-    /// Record-store options for merged and bulk-loaded segments without a
-    /// shared model, and for training shared models (sample size,
-    /// dictionary size, parse depth). Default: pith-zip's defaults.
-    pub merge_zip: pith_zip::Options,
+    /// Record-store options ([`crate::ZipOptions`]: codec, zstd level,
+    /// dictionary and sample sizes) for segments built from memtables when
+    /// there is no shared model (`shared_models` off, or too little data
+    /// yet to train one). Default: [`crate::CodecChoice::Force`]
+    /// ([`crate::Codec::ZstdDict`]) at zstd level 3 with a 4 MiB sample
+    /// (at most a quarter of [`Options::memtable_bytes`]), chosen for build
+    /// speed; the rest [`crate::ZipOptions::default`]. Its `threads` is
+    /// replaced by [`Options::background_threads`];
+    /// [`Options::build_memory_bytes`] caps its sample and dictionary.
+    pub flush_zip: ZipOptions,
+    /// Record-store options ([`crate::ZipOptions`]) for merged and
+    /// bulk-loaded segments without a shared model, and for training shared
+    /// models (its sample size, dictionary sizes, parse depth and
+    /// [`crate::Effort`]). Default: [`crate::ZipOptions::default`] (codec
+    /// chosen per segment, zstd level 19). Its `threads` is replaced by
+    /// [`Options::background_threads`]; [`Options::build_memory_bytes`]
+    /// caps its sample and dictionary.
+    pub merge_zip: ZipOptions,
     /// Threads one segment build encodes values (or trains a model) with,
     /// the building thread included; default: the number of cores.
     pub background_threads: usize,

@@ -185,7 +185,12 @@ fn bulk_load_then_search_and_prefix() {
         Some(&b"after"[..])
     );
     assert_eq!(db.get("zzz").expect("get").as_deref(), Some(&b"before"[..]));
-    let found = db.search("pkg00[0-4]./1\\.3", 100).expect("search");
+    let found: Vec<Vec<u8>> = db
+        .search("pkg00[0-4]./1\\.3")
+        .expect("search")
+        .keys()
+        .collect::<Result<_, _>>()
+        .expect("keys");
     assert_eq!(found.len(), 7, "{found:?}");
     assert_eq!(db.prefix(b"pkg012").count(), 10);
 }

@@ -261,7 +261,7 @@ fn a_keys_only_scan_decodes_no_value() {
         while it.valid() {
             if it.value().is_none() {
                 bad += 1;
-                assert!(it.status().is_err_and(Error::is_corruption));
+                assert!(it.status().is_err_and(|e| e.is_corruption()));
                 break;
             }
             it.next();

@@ -185,15 +185,8 @@ fn run(ops: Vec<Op>) {
     d.verify().expect("verify");
 }
 
-fn cases() -> u32 {
-    std::env::var("PITH_PROPTEST_CASES")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(48)
-}
-
 proptest! {
-    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: common::proptest_cases(), ..ProptestConfig::default() })]
 
     #[test]
     fn engine_matches_btreemap(ops in prop::collection::vec(op(), 1..80)) {

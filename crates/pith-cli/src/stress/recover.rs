@@ -175,7 +175,7 @@ fn scan_all(
         it.next();
     }
     if let Err(e) = it.status() {
-        return Err(CliError::Db(e.clone()));
+        return Err(CliError::Db(e));
     }
     if let Some(j) = (next..model.keys).find(|&j| put(j)) {
         report.mismatch(missing(j));

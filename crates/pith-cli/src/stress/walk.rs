@@ -36,8 +36,7 @@ pub struct Walked {
 }
 
 fn status(it: &DbIterator) -> Result<(), Fail> {
-    it.status()
-        .map_err(|e| Fail::Error(CliError::Db(e.clone())))
+    it.status().map_err(|e| Fail::Error(CliError::Db(e)))
 }
 
 fn text(k: Option<&[u8]>) -> String {

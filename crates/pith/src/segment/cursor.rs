@@ -1,16 +1,32 @@
-//! A two-way cursor over one segment's keys at a snapshot, skipping keys
-//! whose every version in this segment is newer than the snapshot.
+//! Cursors over one segment's keys at a snapshot, skipping keys whose
+//! every version in this segment is newer than the snapshot: a two-way
+//! [`SegmentCursor`], and [`SegmentMatches`], the keys matching a regex
+//! found by walking the segment's trie.
 //!
-//! The cursor owns an `Arc` of its segment and a trie cursor that borrows
-//! it; see the SAFETY note on [`SegmentCursor::new`].
+//! Each owns an `Arc` of its segment and a trie walk that borrows it; see
+//! [`static_trie`].
 
 use std::sync::Arc;
 
-use pith_trie::Cursor;
+use pith_trie::{Cursor, KeyRegex, RegexWalk, Trie};
 
 use crate::error::Result;
-use crate::iter::VersionCursor;
+use crate::iter::{Source, VersionCursor};
 use crate::segment::Segment;
+
+/// `segment`'s trie, borrowed for `'static`.
+///
+/// # Safety
+///
+/// The caller keeps an `Arc` of `segment` for as long as the returned
+/// reference, or anything borrowing it, lives: a struct holding both
+/// declares the borrower before the `Arc`, so the borrower drops first.
+/// Then the reference stays valid: the trie lives inside the `Segment` on
+/// the heap behind the `Arc`, and the segment is immutable and never moves.
+unsafe fn static_trie(segment: &Arc<Segment>) -> &'static Trie<'static> {
+    // SAFETY: as the caller promises above.
+    unsafe { &*std::ptr::from_ref(segment.trie()).cast::<Trie<'static>>() }
+}
 
 /// Cursor over a segment at snapshot `snap`.
 pub(crate) struct SegmentCursor {
@@ -24,12 +40,10 @@ pub(crate) struct SegmentCursor {
 
 impl SegmentCursor {
     pub(crate) fn new(segment: Arc<Segment>, snap: u64) -> Self {
-        // SAFETY: the trie lives inside the `Segment` on the heap behind
-        // `Arc`, which this struct keeps alive for as long as the cursor
-        // exists; the segment is immutable and never moves, and `cursor` is
-        // declared before `segment` so it is dropped first.
-        let trie: &'static pith_trie::Trie<'static> =
-            unsafe { &*std::ptr::from_ref(segment.trie()).cast::<pith_trie::Trie<'static>>() };
+        // SAFETY: this struct keeps `segment` alive for as long as the
+        // cursor exists, and `cursor` is declared before `segment` so it is
+        // dropped first.
+        let trie = unsafe { static_trie(&segment) };
         SegmentCursor {
             cursor: trie.cursor(),
             record: None,
@@ -60,6 +74,10 @@ impl SegmentCursor {
 }
 
 impl VersionCursor for SegmentCursor {
+    fn fresh(&self) -> Box<dyn VersionCursor> {
+        Box::new(SegmentCursor::new(self.segment.clone(), self.snap))
+    }
+
     fn seek(&mut self, key: &[u8]) {
         self.cursor.seek(key);
         self.settle(true);
@@ -82,17 +100,19 @@ impl VersionCursor for SegmentCursor {
         self.settle(false);
     }
 
-    fn next(&mut self) {
-        if self.cursor.next() {
-            self.settle(true);
+    fn prev(&mut self) {
+        if self.cursor.prev() {
+            self.settle(false);
         } else {
             self.record = None;
         }
     }
+}
 
-    fn prev(&mut self) {
-        if self.cursor.prev() {
-            self.settle(false);
+impl Source for SegmentCursor {
+    fn next(&mut self) {
+        if self.cursor.next() {
+            self.settle(true);
         } else {
             self.record = None;
         }
@@ -103,16 +123,81 @@ impl VersionCursor for SegmentCursor {
     }
 
     fn tag(&self) -> u64 {
-        self.record.map_or(0, |r| self.segment.tag(r))
+        tag_of(&self.segment, self.record)
     }
 
     fn value(&self, out: &mut Vec<u8>) -> Result<()> {
-        match self.record {
-            Some(r) => self.segment.value(r, out),
-            None => {
-                out.clear();
-                Ok(())
+        value_of(&self.segment, self.record, out)
+    }
+}
+
+/// The keys of a segment matching a regex, with versions visible at a
+/// snapshot, in key order: a walk of the regex's DFA through the trie that
+/// skips every subtree no key of which can match (see `pith-trie`'s
+/// `regex.rs`). Forward only; positioned on the first match when made.
+pub(crate) struct SegmentMatches {
+    // Borrows `*segment`; declared first so it drops first.
+    walk: RegexWalk<'static, 'static, Arc<KeyRegex>>,
+    /// Record visible at the snapshot for the current match.
+    record: Option<u64>,
+    snap: u64,
+    segment: Arc<Segment>,
+}
+
+impl SegmentMatches {
+    pub(crate) fn new(segment: Arc<Segment>, re: Arc<KeyRegex>, snap: u64) -> Self {
+        // SAFETY: this struct keeps `segment` alive for as long as the walk
+        // exists, and `walk` is declared before `segment` so it is dropped
+        // first.
+        let trie = unsafe { static_trie(&segment) };
+        let mut matches = SegmentMatches {
+            walk: trie.regex_walk(re),
+            record: None,
+            snap,
+            segment,
+        };
+        matches.next();
+        matches
+    }
+}
+
+impl Source for SegmentMatches {
+    fn next(&mut self) {
+        self.record = None;
+        while let Some(id) = self.walk.next_match() {
+            self.record = self.segment.visible(id, self.snap);
+            if self.record.is_some() {
+                return;
             }
+        }
+    }
+
+    fn key(&self) -> Option<&[u8]> {
+        self.record.map(|_| self.walk.key())
+    }
+
+    fn tag(&self) -> u64 {
+        tag_of(&self.segment, self.record)
+    }
+
+    fn value(&self, out: &mut Vec<u8>) -> Result<()> {
+        value_of(&self.segment, self.record, out)
+    }
+}
+
+/// The tag of a cursor's current `record` (0 when none).
+fn tag_of(segment: &Segment, record: Option<u64>) -> u64 {
+    record.map_or(0, |r| segment.tag(r))
+}
+
+/// Replaces `out` with the value of a cursor's current `record` (empty
+/// when none).
+fn value_of(segment: &Segment, record: Option<u64>, out: &mut Vec<u8>) -> Result<()> {
+    match record {
+        Some(r) => segment.value(r, out),
+        None => {
+            out.clear();
+            Ok(())
         }
     }
 }

@@ -20,3 +20,11 @@ pub fn all(db: &pith::DB) -> Vec<(Vec<u8>, Vec<u8>)> {
         .collect::<Result<Vec<_>, _>>()
         .expect("scan")
 }
+
+/// Cases per property test: `PITH_PROPTEST_CASES`, default 48.
+pub fn proptest_cases() -> u32 {
+    std::env::var("PITH_PROPTEST_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(48)
+}
