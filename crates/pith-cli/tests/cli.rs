@@ -339,6 +339,14 @@ fn search_matches_whole_keys_and_hints_when_a_substring_would_match() {
         stdout(ok(&pith(&["search", "--db", &db, "zypper.*"]))),
         "zypper/1.0\n"
     );
+    // A bad pattern shows the parser's message and where.
+    let o = pith(&["search", "--db", &db, "zypper("]);
+    fails(&o, 2, "unclosed group");
+    assert!(
+        stderr(&o).contains("zypper(\n          ^"),
+        "{}",
+        stderr(&o)
+    );
     assert_eq!(
         stdout(ok(&pith(&["search", "--db", &db, "--contains", "zypp"]))),
         "libzypp/2\nzypper/1.0\n"
