@@ -14,7 +14,7 @@ command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
 mkdir -p fuzz/corpus/trie_open fuzz/corpus/trie_structure
 cargo run -q --release -p pith-cli -- trie build --keys data/debian-sample.jsonl.zst --out fuzz/corpus/trie_open/debian-sample.trie
 printf 'a\nab\nabc\nb\n' > /tmp/pith-fuzz-keys.txt
-cargo run -q --release -p pith-cli -- trie build --keys /tmp/pith-fuzz-keys.txt --out fuzz/corpus/trie_open/tiny.trie
+cargo run -q --release -p pith-cli -- trie build --format keys --keys /tmp/pith-fuzz-keys.txt --out fuzz/corpus/trie_open/tiny.trie
 cp fuzz/corpus/trie_open/*.trie fuzz/corpus/trie_structure/
 mkdir -p fuzz/corpus/zip_open
 for codec in zstd-dict global; do
@@ -33,6 +33,8 @@ for f in "$db"/db/*.wal; do cp "$f" fuzz/corpus/wal_replay/; done
 for f in "$db"/db/*.model; do cp "$f" fuzz/corpus/model_open/; done
 cp "$db/db/MANIFEST" fuzz/corpus/manifest_decode/
 rm -rf "$db"
+mkdir -p fuzz/corpus/resp_parse
+printf '*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\nGET "a b"\r\n' > fuzz/corpus/resp_parse/pipeline
 cd fuzz
 for target in $(cargo +nightly fuzz list); do
   echo "fuzz-smoke: $target for ${seconds}s"

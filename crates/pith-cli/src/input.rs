@@ -252,11 +252,6 @@ pub fn sorted_keys_as(path: &Path, format: Format) -> Result<Vec<Vec<u8>>, CliEr
     Ok(keys)
 }
 
-/// All keys of the JSON Lines file `path`, sorted and without duplicates.
-pub fn sorted_keys(path: &Path) -> Result<Vec<Vec<u8>>, CliError> {
-    sorted_keys_as(path, Format::Jsonl)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,6 +9,7 @@ mod db_cmd;
 mod input;
 mod load_cmd;
 mod output;
+mod serve_cmd;
 mod stats;
 mod stats_cmd;
 mod stress;
@@ -54,6 +55,8 @@ enum Command {
     Dump(db_cmd::DumpArgs),
     /// Live keys, stored entries, sizes and the compression ratio.
     Stats(stats_cmd::StatsArgs),
+    /// Serves the database over the Redis protocol (redis-cli and every Redis client work).
+    Serve(serve_cmd::ServeArgs),
     /// Checks every checksum of every file; exits non-zero on corruption.
     Verify(db_cmd::DbArg),
     /// Merges all segments into one.
@@ -121,6 +124,7 @@ fn main() -> ExitCode {
         Command::Stats(a) => stats_cmd::stats(&a),
         Command::Verify(a) => db_cmd::verify(&a),
         Command::Compact(a) => db_cmd::compact(&a),
+        Command::Serve(a) => serve_cmd::serve(&a),
         Command::Stress(a) => stress::run(&a),
         Command::Trie { which } => trie_cmd::run(&which),
         Command::Zip { which } => zip_cmd::run(&which),

@@ -6,17 +6,20 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use crate::input::sorted_keys;
+use crate::input::{sorted_keys_as, Format};
 use crate::CliError;
 
 /// `pith trie` subcommands.
 #[derive(clap::Subcommand)]
 pub enum TrieCommand {
-    /// Builds a trie file from keys (one per line, or JSON Lines records; .zst ok).
+    /// Builds a trie file from the keys of JSON Lines records (or one key per line with --format keys; zstd ok).
     Build {
         /// Input keys.
         #[arg(long)]
         keys: PathBuf,
+        /// What the input holds.
+        #[arg(long, value_enum, default_value_t = Format::Jsonl)]
+        format: Format,
         /// Output trie file.
         #[arg(long)]
         out: PathBuf,
@@ -45,8 +48,8 @@ fn read(path: &PathBuf) -> Result<pith_trie::AlignedBytes, CliError> {
 /// Runs a `pith trie` subcommand.
 pub fn run(cmd: &TrieCommand) -> Result<(), CliError> {
     match cmd {
-        TrieCommand::Build { keys, out } => {
-            let keys = sorted_keys(keys)?;
+        TrieCommand::Build { keys, format, out } => {
+            let keys = sorted_keys_as(keys, *format)?;
             let bytes = pith_trie::build(&keys)?;
             let io = |source| CliError::Io {
                 path: out.clone(),

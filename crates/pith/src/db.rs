@@ -386,6 +386,14 @@ impl DB {
         self.inner.write(options, batch)
     }
 
+    /// Makes every write acknowledged so far durable (fsyncs the log), as
+    /// if each had been written with [`WriteOptions::synced`]: for callers
+    /// that sync once a second rather than per write. Writers wait for the
+    /// fsync. [`Error::ReadOnly`] on a read-only handle.
+    pub fn sync_wal(&self) -> Result<()> {
+        self.inner.sync_wal()
+    }
+
     /// Loads many records straight into segments, without the log: the
     /// input is cut into chunks of `Options::bulk_chunk_bytes`, each sorted
     /// (the last of repeated keys wins) and built into one segment, made

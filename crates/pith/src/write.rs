@@ -131,6 +131,24 @@ impl Inner {
         }
     }
 
+    /// Syncs the live log, making every acknowledged write durable (for
+    /// callers that sync on a timer instead of per write). Writers wait
+    /// for the fsync; a failed one stops writes, as a failed synced
+    /// commit does.
+    pub(crate) fn sync_wal(&self) -> Result<()> {
+        let _role = self.writer_role();
+        self.check_writable()?;
+        let mut slot = lock(&self.wal);
+        let wal = slot.as_mut().ok_or_else(|| Error::ReadOnly {
+            path: self.dir.clone(),
+        })?;
+        if let Err(e) = wal.sync() {
+            self.poison(&e);
+            return Err(e);
+        }
+        Ok(())
+    }
+
     /// Logs and applies one group. Caller is the leader.
     fn commit_group(&self, group: &[Arc<Slot>]) -> Result<()> {
         self.check_writable()?;

@@ -11,7 +11,7 @@ use rand::{Rng, SeedableRng};
 
 use super::{ns_per_op, seconds};
 use crate::alloc::measure_peak;
-use crate::input::sorted_keys;
+use crate::input::{sorted_keys_as, Format};
 use crate::stats::Summary;
 use crate::text::count;
 use crate::CliError;
@@ -19,9 +19,12 @@ use crate::CliError;
 /// Options of `pith bench trie`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Keys: one per line, or JSON Lines records whose "key" is used (optionally .zst).
+    /// Keys: the "key" of JSON Lines records, or one per line with --format keys (zstd ok).
     #[arg(long, default_value = "data/debian-sample.jsonl.zst")]
     keys: PathBuf,
+    /// What the keys file holds.
+    #[arg(long, value_enum, default_value_t = Format::Jsonl)]
+    format: Format,
     /// Minimum number of timed lookups per structure.
     #[arg(long, default_value_t = 2_000_000)]
     ops: usize,
@@ -71,7 +74,7 @@ fn fmt_bytes(n: usize) -> String {
 
 /// Runs the benchmark.
 pub fn run(args: &Args) -> Result<(), CliError> {
-    let keys = sorted_keys(&args.keys)?;
+    let keys = sorted_keys_as(&args.keys, args.format)?;
     if keys.is_empty() {
         return Err(CliError::Usage(format!("{}: no keys", args.keys.display())));
     }

@@ -1,0 +1,80 @@
+//! `pith serve`: the Redis-protocol server (`pith-server`) on a database.
+//!
+//! Settings come from defaults, then `--config FILE` (redis.conf style),
+//! then the flags, each named as its redis.conf setting.
+
+use std::path::PathBuf;
+
+use pith_server::Config;
+
+use crate::CliError;
+
+/// `pith serve`.
+#[derive(clap::Args)]
+#[command(after_help = "\
+Speaks RESP2 and RESP3 (HELLO 3); any Redis client connects unchanged. Stops cleanly on \
+SHUTDOWN, SIGTERM or Ctrl-C. A bind address other than loopback needs --requirepass \
+(protected mode). Keys with expiry (SET EX/PX, EXPIRE...) are not supported yet: those \
+commands answer an error.")]
+pub struct ServeArgs {
+    /// Database directory (created if missing).
+    #[arg(long)]
+    db: PathBuf,
+    /// A Redis-style config file (`name value` per line), read before the flags.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// Addresses to listen on, space separated (default 127.0.0.1).
+    #[arg(long)]
+    bind: Option<String>,
+    /// TCP port (default 6379; 0 picks a free one).
+    #[arg(long)]
+    port: Option<u16>,
+    /// Password clients must AUTH with.
+    #[arg(long)]
+    requirepass: Option<String>,
+    /// always (fsync before each reply), everysec (default), no.
+    #[arg(long)]
+    appendfsync: Option<String>,
+    /// Most connected clients (default 10000).
+    #[arg(long)]
+    maxclients: Option<String>,
+    /// Seconds before an idle client is closed (default 0: never).
+    #[arg(long)]
+    timeout: Option<String>,
+    /// Longest bulk string in a request (default 512mb).
+    #[arg(long = "proto-max-bulk-len")]
+    proto_max_bulk_len: Option<String>,
+    /// Most unparsed request bytes per client (default 1gb).
+    #[arg(long = "client-query-buffer-limit")]
+    client_query_buffer_limit: Option<String>,
+}
+
+/// `pith serve`.
+pub fn serve(args: &ServeArgs) -> Result<(), CliError> {
+    let mut config = Config::default();
+    if let Some(path) = &args.config {
+        config.read_file(path).map_err(CliError::Usage)?;
+    }
+    let port = args.port.map(|p| p.to_string());
+    for (name, value) in [
+        ("bind", &args.bind),
+        ("port", &port),
+        ("requirepass", &args.requirepass),
+        ("appendfsync", &args.appendfsync),
+        ("maxclients", &args.maxclients),
+        ("timeout", &args.timeout),
+        ("proto-max-bulk-len", &args.proto_max_bulk_len),
+        ("client-query-buffer-limit", &args.client_query_buffer_limit),
+    ] {
+        if let Some(v) = value {
+            config
+                .set(name, v)
+                .map_err(|e| CliError::Usage(format!("--{name}: {e}")))?;
+        }
+    }
+    std::fs::create_dir_all(&args.db).map_err(|source| CliError::Io {
+        path: args.db.clone(),
+        source,
+    })?;
+    pith_server::serve_blocking(&args.db, config).map_err(|e| CliError::Usage(e.to_string()))
+}

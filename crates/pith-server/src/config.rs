@@ -1,0 +1,251 @@
+//! Server settings, named as in `redis.conf`: from defaults, a Redis-style
+//! config file (`name value` per line, `#` comments, quotes as in inline
+//! commands), `pith serve` flags, and CONFIG SET at run time. One setter,
+//! [`Config::set`], parses every source the same way.
+
+use std::path::Path;
+
+/// When an acknowledged write is on disk (`appendfsync`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Appendfsync {
+    /// Each write is acknowledged after the log is fsynced.
+    Always,
+    /// The log is fsynced once a second: a power cut may lose the last
+    /// second; a process crash loses nothing.
+    Everysec,
+    /// The operating system decides when the log reaches the disk.
+    No,
+}
+
+impl Appendfsync {
+    /// The engine's write options for this policy (`everysec` also needs
+    /// the server's once-a-second sync).
+    pub fn write_options(self) -> pith::WriteOptions {
+        pith::WriteOptions {
+            sync: self == Appendfsync::Always,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Appendfsync::Always => "always",
+            Appendfsync::Everysec => "everysec",
+            Appendfsync::No => "no",
+        }
+    }
+}
+
+/// Every setting.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// Addresses to listen on (`bind`), space separated in files.
+    pub bind: Vec<String>,
+    /// TCP port (`port`).
+    pub port: u16,
+    /// Password AUTH must give before any other command (`requirepass`).
+    pub requirepass: Option<String>,
+    /// Log sync policy (`appendfsync`).
+    pub appendfsync: Appendfsync,
+    /// Most connected clients (`maxclients`).
+    pub maxclients: usize,
+    /// Longest bulk string of a request (`proto-max-bulk-len`).
+    pub proto_max_bulk_len: usize,
+    /// Most bytes of unparsed request a client may hold
+    /// (`client-query-buffer-limit`).
+    pub client_query_buffer_limit: usize,
+    /// Seconds of idleness after which a client is closed; 0 never
+    /// (`timeout`).
+    pub timeout: u64,
+    /// Most commands a MULTI may queue (`pith-multi-max-commands`; Redis
+    /// bounds it only by memory).
+    pub multi_max_commands: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            bind: vec!["127.0.0.1".into()],
+            port: 6379,
+            requirepass: None,
+            appendfsync: Appendfsync::Everysec,
+            maxclients: 10_000,
+            proto_max_bulk_len: 512 << 20,
+            client_query_buffer_limit: 1 << 30,
+            timeout: 0,
+            multi_max_commands: 100_000,
+        }
+    }
+}
+
+/// Names CONFIG GET lists, in this order.
+pub const NAMES: &[&str] = &[
+    "bind",
+    "port",
+    "requirepass",
+    "appendfsync",
+    "maxclients",
+    "proto-max-bulk-len",
+    "client-query-buffer-limit",
+    "timeout",
+    "pith-multi-max-commands",
+];
+
+/// Settings that cannot change while the server runs.
+const AT_START_ONLY: &[&str] = &["bind", "port"];
+
+fn memory(value: &str) -> Result<usize, String> {
+    let v = value.to_ascii_lowercase();
+    let (digits, unit) = match v.find(|c: char| !c.is_ascii_digit()) {
+        Some(i) => v.split_at(i),
+        None => (v.as_str(), ""),
+    };
+    let n: usize = digits
+        .parse()
+        .map_err(|_| format!("'{value}' is not a size"))?;
+    let scale: usize = match unit {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1 << 20,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1 << 30,
+        _ => return Err(format!("'{value}' has an unknown unit")),
+    };
+    n.checked_mul(scale)
+        .ok_or_else(|| format!("'{value}' is too large"))
+}
+
+impl Config {
+    /// Sets `name` (as in redis.conf, any case) from `value`.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
+        let number = |v: &str| {
+            v.parse::<u64>()
+                .map_err(|_| format!("'{v}' is not a number"))
+        };
+        match name.to_ascii_lowercase().as_str() {
+            "bind" => {
+                let addrs: Vec<String> = value.split_whitespace().map(String::from).collect();
+                if addrs.is_empty() {
+                    return Err("bind needs at least one address".into());
+                }
+                self.bind = addrs;
+            }
+            "port" => {
+                self.port = u16::try_from(number(value)?)
+                    .map_err(|_| format!("port {value} is out of range"))?
+            }
+            "requirepass" => self.requirepass = (!value.is_empty()).then(|| value.to_string()),
+            "appendfsync" => {
+                self.appendfsync = match value.to_ascii_lowercase().as_str() {
+                    "always" => Appendfsync::Always,
+                    "everysec" => Appendfsync::Everysec,
+                    "no" => Appendfsync::No,
+                    _ => {
+                        return Err(format!(
+                            "appendfsync must be always, everysec or no, not '{value}'"
+                        ))
+                    }
+                }
+            }
+            "maxclients" => self.maxclients = number(value)?.max(1) as usize,
+            "proto-max-bulk-len" => self.proto_max_bulk_len = memory(value)?.max(1024),
+            "client-query-buffer-limit" => {
+                self.client_query_buffer_limit = memory(value)?.max(1 << 20)
+            }
+            "timeout" => self.timeout = number(value)?,
+            "pith-multi-max-commands" => self.multi_max_commands = number(value)?.max(1) as usize,
+            other => return Err(format!("unknown setting '{other}'")),
+        }
+        Ok(())
+    }
+
+    /// Sets at run time (CONFIG SET): settings fixed at start refuse.
+    pub fn set_live(&mut self, name: &str, value: &str) -> Result<(), String> {
+        if AT_START_ONLY.contains(&name.to_ascii_lowercase().as_str()) {
+            return Err(format!("'{name}' can only be set at start"));
+        }
+        self.set(name, value)
+    }
+
+    /// The value of `name` as CONFIG GET shows it.
+    pub fn get(&self, name: &str) -> Option<String> {
+        Some(match name {
+            "bind" => self.bind.join(" "),
+            "port" => self.port.to_string(),
+            "requirepass" => self.requirepass.clone().unwrap_or_default(),
+            "appendfsync" => self.appendfsync.name().into(),
+            "maxclients" => self.maxclients.to_string(),
+            "proto-max-bulk-len" => self.proto_max_bulk_len.to_string(),
+            "client-query-buffer-limit" => self.client_query_buffer_limit.to_string(),
+            "timeout" => self.timeout.to_string(),
+            "pith-multi-max-commands" => self.multi_max_commands.to_string(),
+            _ => return None,
+        })
+    }
+
+    /// Reads a Redis-style config file over these settings; an error names
+    /// the file and line.
+    pub fn read_file(&mut self, path: &Path) -> Result<(), String> {
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        for (i, line) in text.lines().enumerate() {
+            let at = |e: String| format!("{}:{}: {e}", path.display(), i + 1);
+            let words = crate::resp::split_args(line.trim().as_bytes())
+                .ok_or_else(|| at("unbalanced quotes".into()))?;
+            let Some((name, values)) = words.split_first() else {
+                continue;
+            };
+            if name.first() == Some(&b'#') {
+                continue;
+            }
+            let name = String::from_utf8_lossy(name);
+            let value: Vec<String> = values
+                .iter()
+                .map(|v| String::from_utf8_lossy(v).into_owned())
+                .collect();
+            self.set(&name, &value.join(" ")).map_err(at)?;
+        }
+        Ok(())
+    }
+
+    /// True when every bind address is a loopback address.
+    pub fn loopback_only(&self) -> bool {
+        self.bind.iter().all(|a| {
+            a == "localhost"
+                || a.trim_start_matches('-')
+                    .parse::<std::net::IpAddr>()
+                    .is_ok_and(|ip| ip.is_loopback())
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_config_file_sets_what_flags_set() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("pith.conf");
+        std::fs::write(&path, "# comment\nport 7000\nrequirepass \"s3 cret\"\nappendfsync always\nproto-max-bulk-len 1mb\n\n").expect("write");
+        let mut c = Config::default();
+        c.read_file(&path).expect("read");
+        assert_eq!((c.port, c.requirepass.as_deref()), (7000, Some("s3 cret")));
+        assert_eq!(c.appendfsync, Appendfsync::Always);
+        assert_eq!(c.proto_max_bulk_len, 1 << 20);
+        std::fs::write(&path, "port 7000\nbogus 1\n").expect("write");
+        let e = c.read_file(&path).expect_err("unknown setting");
+        assert!(e.ends_with(":2: unknown setting 'bogus'"), "{e}");
+    }
+
+    #[test]
+    fn loopback_is_told_apart() {
+        let mut c = Config::default();
+        assert!(c.loopback_only());
+        c.set("bind", "127.0.0.1 ::1").expect("bind");
+        assert!(c.loopback_only());
+        c.set("bind", "0.0.0.0").expect("bind");
+        assert!(!c.loopback_only());
+        assert!(c.set_live("port", "1").is_err());
+    }
+}

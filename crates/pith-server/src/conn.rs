@@ -1,0 +1,172 @@
+//! One client connection: read bytes, parse every whole request they hold
+//! (pipelining), run them in order, write all their replies at once.
+//!
+//! Bounds: unparsed bytes never exceed `client-query-buffer-limit` (the
+//! client is closed with an error past it), a single bulk string never
+//! exceeds `proto-max-bulk-len` (checked from its header, before its bytes
+//! arrive), an idle client is closed after `timeout` seconds, and a
+//! protocol error is answered and closes the connection. Commands run on
+//! a blocking-capable worker (`block_in_place`): an engine call may wait
+//! for an fsync.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Buf, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::resp::{self, Limits, Reply};
+use crate::server::{lock, ClientEntry, Server, SessionInfo};
+use crate::session::{After, Session};
+
+/// Serves `stream` until the client leaves, is killed, or errs.
+pub async fn serve(server: Arc<Server>, mut stream: TcpStream, entry: Arc<ClientEntry>) {
+    let id = entry.id;
+    let authed = lock(&server.config).requirepass.is_none();
+    let mut session = Session::new(SessionInfo {
+        id,
+        proto: 2,
+        authed,
+        entry: entry.clone(),
+    });
+    let _ = stream.set_nodelay(true);
+    let mut input = BytesMut::with_capacity(16 << 10);
+    let mut output = Vec::with_capacity(16 << 10);
+    'conn: loop {
+        let (timeout, limits, buffer_limit) = {
+            let c = lock(&server.config);
+            let limits = Limits {
+                max_bulk: c.proto_max_bulk_len,
+                ..Limits::default()
+            };
+            (c.timeout, limits, c.client_query_buffer_limit)
+        };
+        let read = async {
+            let killed = entry.kill.notified();
+            tokio::select! {
+                r = stream.read_buf(&mut input) => Some(r),
+                _ = killed => None,
+            }
+        };
+        let read = match timeout {
+            0 => read.await,
+            secs => match tokio::time::timeout(Duration::from_secs(secs), read).await {
+                Ok(r) => r,
+                Err(_) => break, // idle past `timeout`
+            },
+        };
+        match read {
+            None => break,
+            Some(Ok(0)) | Some(Err(_)) => break,
+            Some(Ok(n)) => {
+                server.stats.net_in.fetch_add(n as u64, Ordering::Relaxed);
+            }
+        }
+        if entry.killed.load(Ordering::Acquire) {
+            break;
+        }
+        // Run every whole request received, in order.
+        let mut close = false;
+        let mut requests = Vec::new();
+        loop {
+            match resp::parse(&input, &limits) {
+                Ok(Some((req, used))) => {
+                    input.advance(used);
+                    requests.push(req);
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    // Answer what came before, then the error, then close.
+                    output.clear();
+                    let replies = run(&server, &mut session, requests);
+                    let mut after = replies.into_iter();
+                    encode_all(&session, &mut after, &mut output);
+                    Reply::err(&e).encode(session.proto(), &mut output);
+                    let _ = stream.write_all(&output).await;
+                    break 'conn;
+                }
+            }
+        }
+        if input.len() > buffer_limit {
+            let msg = Reply::err("client query buffer exceeds client-query-buffer-limit; closing");
+            output.clear();
+            msg.encode(session.proto(), &mut output);
+            let _ = stream.write_all(&output).await;
+            break;
+        }
+        if requests.is_empty() {
+            continue;
+        }
+        let replies = run(&server, &mut session, requests);
+        output.clear();
+        for (reply, after) in replies {
+            match after {
+                After::CloseSilently => {
+                    close = true;
+                    break;
+                }
+                After::Close => {
+                    reply.encode(session.proto(), &mut output);
+                    close = true;
+                    break;
+                }
+                After::Continue => reply.encode(session.proto(), &mut output),
+            }
+        }
+        if !output.is_empty() {
+            server
+                .stats
+                .net_out
+                .fetch_add(output.len() as u64, Ordering::Relaxed);
+            if stream.write_all(&output).await.is_err() {
+                break;
+            }
+        }
+        if output.capacity() > 1 << 20 {
+            output = Vec::with_capacity(16 << 10);
+        }
+        if close {
+            break;
+        }
+    }
+    let _ = stream.shutdown().await;
+    server.disconnect(id);
+}
+
+/// Runs `requests` in order on a worker that may block.
+fn run(
+    server: &Server,
+    session: &mut Session,
+    requests: Vec<resp::Request>,
+) -> Vec<(Reply, After)> {
+    tokio::task::block_in_place(|| {
+        let mut out = Vec::with_capacity(requests.len());
+        for req in requests {
+            if req.is_empty() {
+                continue;
+            }
+            let (reply, after) = session.handle(server, req);
+            let stop = after != After::Continue;
+            out.push((reply, after));
+            if stop {
+                break;
+            }
+        }
+        out
+    })
+}
+
+fn encode_all(
+    session: &Session,
+    replies: &mut impl Iterator<Item = (Reply, After)>,
+    out: &mut Vec<u8>,
+) {
+    for (reply, after) in replies {
+        if after == After::CloseSilently {
+            return;
+        }
+        reply.encode(session.proto(), out);
+    }
+}

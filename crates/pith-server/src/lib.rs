@@ -1,0 +1,258 @@
+//! `pith-server`: PithDB behind the Redis protocol, so every Redis client
+//! (redis-cli, redis-py, go-redis, Jedis, ...) reaches it unchanged.
+//!
+//! ```no_run
+//! use pith_server::{Config, serve_blocking};
+//!
+//! let config = Config { port: 6380, ..Config::default() };
+//! serve_blocking(std::path::Path::new("/tmp/pith-db"), config)?;
+//! # Ok::<(), pith_server::ServerError>(())
+//! ```
+//!
+//! Layers, each importing only those before it: `resp` (the protocol),
+//! `config`, `glob`, `store` (the keyspace on the engine: one writer at a
+//! time, WATCH), `server` (shared state), `cmd` (the command table),
+//! `session` (AUTH, HELLO, MULTI/EXEC), `conn` (a tokio connection loop),
+//! then this file (listening, signals, shutdown).
+//!
+//! What runs: RESP2 and RESP3 (after `HELLO 3`), inline commands,
+//! pipelining; the string and keyspace commands, transactions, and the
+//! server commands clients need (see `cmd`). Not yet: keys with expiry
+//! (EX/PX and the EXPIRE family answer an error naming the option).
+
+#![deny(missing_docs)]
+#![cfg_attr(not(test), deny(clippy::unwrap_used))]
+
+mod cmd;
+pub mod config;
+mod conn;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzz;
+pub mod glob;
+pub mod resp;
+mod server;
+mod session;
+mod store;
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+pub use config::{Appendfsync, Config};
+pub use resp::REDIS_VERSION;
+
+/// Why the server could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ServerError {
+    /// The database failed to open or close.
+    #[error("{0}")]
+    Db(#[from] pith::Error),
+    /// Listening failed.
+    #[error("cannot listen on {addr}: {source}")]
+    Listen {
+        /// The address.
+        addr: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// Settings that are refused (a public bind without a password, ...).
+    #[error("{0}")]
+    Config(String),
+    /// The async runtime could not start.
+    #[error("cannot start the runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
+/// A running server: its address, and a way to stop it.
+pub struct Running {
+    server: std::sync::Weak<Server>,
+    /// Addresses listened on (with the port the OS chose for port 0).
+    pub addrs: Vec<SocketAddr>,
+    done: tokio::sync::oneshot::Receiver<Result<(), ServerError>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+use server::Server;
+
+impl Running {
+    /// Asks the server to stop (as SHUTDOWN does) and waits until the
+    /// database is closed.
+    pub fn stop(mut self) -> Result<(), ServerError> {
+        if let Some(server) = self.server.upgrade() {
+            server.begin_shutdown();
+        }
+        self.wait()
+    }
+
+    /// Waits until the server stops (SHUTDOWN, SIGTERM, or [`Running::stop`]).
+    pub fn wait(&mut self) -> Result<(), ServerError> {
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        match self.done.try_recv() {
+            Ok(r) => r,
+            Err(_) => Ok(()),
+        }
+    }
+}
+
+/// Checks settings that must hold before anything is opened.
+fn check(config: &Config) -> Result<(), ServerError> {
+    if !config.loopback_only() && config.requirepass.is_none() {
+        return Err(ServerError::Config(format!(
+            "refusing to listen on {} without a password (protected mode): set requirepass, or bind 127.0.0.1",
+            config.bind.join(" ")
+        )));
+    }
+    Ok(())
+}
+
+/// Opens the database in `dir` and serves it on a thread of its own;
+/// returns once it listens.
+pub fn start(dir: &Path, config: Config) -> Result<Running, ServerError> {
+    check(&config)?;
+    let db = pith::DB::open(dir, pith::Options::default())?;
+    let store = store::Store::new(db, config.appendfsync.write_options());
+    let server = Arc::new(Server::new(store, config.clone()));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("pith-serve")
+        .build()
+        .map_err(ServerError::Runtime)?;
+    let listeners = runtime.block_on(async {
+        let mut out = Vec::new();
+        for host in &config.bind {
+            let host = host.trim_start_matches('-');
+            let addr = match host.contains(':') {
+                true => format!("[{host}]:{}", config.port),
+                false => format!("{host}:{}", config.port),
+            };
+            let l = tokio::net::TcpListener::bind(&addr)
+                .await
+                .map_err(|source| ServerError::Listen { addr, source })?;
+            out.push(l);
+        }
+        Ok::<_, ServerError>(out)
+    })?;
+    let addrs = listeners
+        .iter()
+        .filter_map(|l| l.local_addr().ok())
+        .collect();
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    let shared = server.clone();
+    let thread = std::thread::Builder::new()
+        .name("pith-serve-main".into())
+        .spawn(move || {
+            let result = runtime.block_on(run(shared.clone(), listeners));
+            // Connections are gone; close the database (syncs the log).
+            drop(runtime);
+            // The last handle closes the database; were one left (a bug),
+            // dropping it would close it all the same.
+            let closed = match Arc::try_unwrap(shared) {
+                Ok(server) => server
+                    .into_store()
+                    .into_db()
+                    .close()
+                    .map_err(ServerError::from),
+                Err(_) => Ok(()),
+            };
+            let _ = tx.send(result.and(closed));
+        })
+        .map_err(ServerError::Runtime)?;
+    Ok(Running {
+        server: Arc::downgrade(&server),
+        addrs,
+        done: rx,
+        thread: Some(thread),
+    })
+}
+
+/// Serves until SHUTDOWN or SIGTERM/SIGINT; the `pith serve` entry point.
+pub fn serve_blocking(dir: &Path, config: Config) -> Result<(), ServerError> {
+    let mut running = start(dir, config)?;
+    for a in &running.addrs {
+        eprintln!("pith serve: {} on {a}", PathBuf::from(dir).display());
+    }
+    running.wait()
+}
+
+async fn run(
+    server: Arc<Server>,
+    listeners: Vec<tokio::net::TcpListener>,
+) -> Result<(), ServerError> {
+    let mut tasks = tokio::task::JoinSet::new();
+    for listener in listeners {
+        let server = server.clone();
+        tasks.spawn(accept_loop(server, listener));
+    }
+    let syncer = tokio::spawn(sync_every_second(server.clone()));
+    let signals = tokio::spawn(stop_on_signal(server.clone()));
+    while tasks.join_next().await.is_some() {}
+    syncer.abort();
+    signals.abort();
+    // Give connections a moment to finish their replies.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while !server::lock(&server.clients).is_empty() && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    Ok(())
+}
+
+async fn accept_loop(server: Arc<Server>, listener: tokio::net::TcpListener) {
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = server.shutdown.notified() => return,
+        };
+        if server.stopping.load(std::sync::atomic::Ordering::Acquire) {
+            return;
+        }
+        let Ok((mut stream, addr)) = accepted else {
+            // Out of file descriptors and the like: back off, go on.
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
+        match server.connect(addr) {
+            Some(entry) => {
+                tokio::spawn(conn::serve(server.clone(), stream, entry));
+            }
+            None => {
+                use tokio::io::AsyncWriteExt;
+                let _ = stream
+                    .write_all(b"-ERR max number of clients reached\r\n")
+                    .await;
+            }
+        }
+    }
+}
+
+/// `appendfsync everysec`: syncs the log once a second when it is the
+/// policy (checked each tick, so CONFIG SET takes effect).
+async fn sync_every_second(server: Arc<Server>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    loop {
+        tick.tick().await;
+        let policy = server::lock(&server.config).appendfsync;
+        if policy == Appendfsync::Everysec {
+            let s = server.clone();
+            let _ = tokio::task::spawn_blocking(move || s.store.db().sync_wal()).await;
+        }
+    }
+}
+
+async fn stop_on_signal(server: Arc<Server>) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = int.recv() => {}
+    }
+    server.begin_shutdown();
+}

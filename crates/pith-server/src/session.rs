@@ -1,0 +1,353 @@
+//! One connection's command handling: authentication, the protocol
+//! version (HELLO), transactions (MULTI/EXEC/DISCARD, WATCH), and the
+//! dispatch of everything else to the command table.
+//!
+//! Order of checks for a request, as Redis does them: an unknown command or
+//! a wrong argument count is an error (inside MULTI it also dooms the
+//! transaction); without AUTH only AUTH, HELLO and QUIT run; inside MULTI
+//! everything but EXEC, DISCARD, MULTI, WATCH, QUIT and RESET is queued.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use crate::cmd::{self, Ctx};
+use crate::resp::{Reply, Request};
+use crate::server::{lock, Server, SessionInfo};
+
+/// What the connection does after a reply.
+#[derive(Debug, PartialEq, Eq)]
+pub enum After {
+    /// Read the next request.
+    Continue,
+    /// Send the reply, then close.
+    Close,
+    /// Close without a reply (SHUTDOWN).
+    CloseSilently,
+}
+
+/// A connection's session.
+pub struct Session {
+    /// What commands may change.
+    pub info: SessionInfo,
+    multi: Option<Vec<Request>>,
+    multi_failed: bool,
+    watch_flag: Arc<AtomicBool>,
+    watching: bool,
+}
+
+const NOAUTH: &str = "NOAUTH Authentication required.";
+
+impl Session {
+    /// A session for a new connection.
+    pub fn new(info: SessionInfo) -> Session {
+        Session {
+            info,
+            multi: None,
+            multi_failed: false,
+            watch_flag: Arc::new(AtomicBool::new(false)),
+            watching: false,
+        }
+    }
+
+    /// Protocol version for encoding replies.
+    pub fn proto(&self) -> u8 {
+        self.info.proto
+    }
+
+    /// Handles one request.
+    pub fn handle(&mut self, server: &Server, args: Request) -> (Reply, After) {
+        let Some(name) = args.first() else {
+            return (Reply::Nil, After::Continue);
+        };
+        server.stats.commands.fetch_add(1, Ordering::Relaxed);
+        let lower = String::from_utf8_lossy(name).to_ascii_lowercase();
+        lock(&self.info.entry.info).last = lower.clone();
+        let session_cmd = matches!(
+            lower.as_str(),
+            "auth"
+                | "hello"
+                | "quit"
+                | "select"
+                | "multi"
+                | "exec"
+                | "discard"
+                | "watch"
+                | "unwatch"
+                | "reset"
+                | "shutdown"
+        );
+        let spec = cmd::lookup(name);
+        if !session_cmd && spec.is_none() {
+            self.doom();
+            return (cmd::unknown(&args), After::Continue);
+        }
+        if !self.info.authed && !matches!(lower.as_str(), "auth" | "hello" | "quit") {
+            self.doom();
+            return (Reply::Error(NOAUTH.into()), After::Continue);
+        }
+        if let Some(spec) = spec {
+            if !cmd::arity_ok(spec.arity, args.len()) {
+                self.doom();
+                return (cmd::wrong_arity(spec.name), After::Continue);
+            }
+            if let Some(queue) = &mut self.multi {
+                let max = lock(&server.config).multi_max_commands;
+                if queue.len() >= max {
+                    self.multi_failed = true;
+                    return (
+                        Reply::err(format_args!(
+                            "MULTI holds at most {max} commands (pith-multi-max-commands)"
+                        )),
+                        After::Continue,
+                    );
+                }
+                queue.push(args);
+                return (Reply::Simple("QUEUED"), After::Continue);
+            }
+            return (self.run(server, spec, &args), After::Continue);
+        }
+        self.session_command(server, &lower, &args)
+    }
+
+    /// Marks the open transaction, if any, as failed (EXECABORT).
+    fn doom(&mut self) {
+        if self.multi.is_some() {
+            self.multi_failed = true;
+        }
+    }
+
+    fn run(&mut self, server: &Server, spec: &cmd::Spec, args: &[Vec<u8>]) -> Reply {
+        let mut txn = match spec.write {
+            true => server.store.writer(),
+            false => server.store.reader(),
+        };
+        let mut ctx = Ctx {
+            txn: &mut txn,
+            server,
+            session: &mut self.info,
+        };
+        let reply = cmd::run(spec, &mut ctx, args);
+        match txn.commit() {
+            Ok(()) => reply,
+            Err(e) => cmd::engine(e),
+        }
+    }
+
+    fn session_command(&mut self, server: &Server, name: &str, args: &[Vec<u8>]) -> (Reply, After) {
+        let argc = args.len();
+        let wrong = || (cmd::wrong_arity(name), After::Continue);
+        if self.multi.is_some() && !matches!(name, "exec" | "discard" | "multi" | "quit" | "reset")
+        {
+            self.multi_failed = true;
+            return (
+                Reply::err("Command not allowed inside a transaction"),
+                After::Continue,
+            );
+        }
+        let reply = match name {
+            "quit" => return (Reply::Simple("OK"), After::Close),
+            "auth" => match args {
+                [_, pass] | [_, _, pass] => {
+                    if argc == 3 && args[1] != b"default" {
+                        Reply::Error(
+                            "WRONGPASS invalid username-password pair or user is disabled.".into(),
+                        )
+                    } else {
+                        self.auth(server, pass)
+                    }
+                }
+                _ => return wrong(),
+            },
+            "hello" => return (self.hello(server, args), After::Continue),
+            "select" => match args {
+                [_, db] => match cmd::int(db) {
+                    Ok(0) => Reply::Simple("OK"),
+                    Ok(_) => Reply::err("DB index is out of range"),
+                    Err(e) => e,
+                },
+                _ => return wrong(),
+            },
+            "multi" if argc == 1 => match self.multi {
+                Some(_) => Reply::err("MULTI calls can not be nested"),
+                None => {
+                    self.multi = Some(Vec::new());
+                    self.multi_failed = false;
+                    Reply::Simple("OK")
+                }
+            },
+            "exec" if argc == 1 => self.exec(server),
+            "discard" if argc == 1 => match self.multi.take() {
+                Some(_) => {
+                    self.unwatch();
+                    Reply::Simple("OK")
+                }
+                None => Reply::err("DISCARD without MULTI"),
+            },
+            "watch" if argc >= 2 => {
+                for k in &args[1..] {
+                    server.store.watch(k, &self.watch_flag);
+                }
+                self.watching = true;
+                Reply::Simple("OK")
+            }
+            "unwatch" if argc == 1 => {
+                self.unwatch();
+                Reply::Simple("OK")
+            }
+            "reset" if argc == 1 => {
+                self.multi = None;
+                self.unwatch();
+                self.info.proto = 2;
+                self.info.authed = lock(&server.config).requirepass.is_none();
+                Reply::Simple("RESET")
+            }
+            "shutdown" => {
+                server.begin_shutdown();
+                return (Reply::Nil, After::CloseSilently);
+            }
+            _ => return wrong(),
+        };
+        (reply, After::Continue)
+    }
+
+    fn auth(&mut self, server: &Server, pass: &[u8]) -> Reply {
+        let Some(required) = lock(&server.config).requirepass.clone() else {
+            return Reply::err("AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
+        };
+        match constant_time_eq(required.as_bytes(), pass) {
+            true => {
+                self.info.authed = true;
+                Reply::Simple("OK")
+            }
+            false => {
+                Reply::Error("WRONGPASS invalid username-password pair or user is disabled.".into())
+            }
+        }
+    }
+
+    fn hello(&mut self, server: &Server, args: &[Vec<u8>]) -> Reply {
+        let mut proto = self.info.proto;
+        let mut rest = args.iter().skip(1);
+        if let Some(v) = rest.next() {
+            match cmd::parse_int(v) {
+                Some(p @ 2..=3) => proto = p as u8,
+                Some(_) => return Reply::Error("NOPROTO unsupported protocol version".into()),
+                None => return Reply::err("Protocol version is not an integer or out of range"),
+            }
+        }
+        let mut name = None;
+        while let Some(opt) = rest.next() {
+            match opt.to_ascii_uppercase().as_slice() {
+                b"AUTH" => {
+                    let (Some(user), Some(pass)) = (rest.next(), rest.next()) else {
+                        return cmd::syntax();
+                    };
+                    let reply = match user.as_slice() == b"default" {
+                        true => self.auth(server, pass),
+                        false => Reply::Error(
+                            "WRONGPASS invalid username-password pair or user is disabled.".into(),
+                        ),
+                    };
+                    if reply.is_error() {
+                        return reply;
+                    }
+                }
+                b"SETNAME" => name = Some(rest.next().ok_or_else(cmd::syntax)),
+                _ => return cmd::syntax(),
+            }
+        }
+        if !self.info.authed {
+            return Reply::Error(NOAUTH.into());
+        }
+        if let Some(name) = name {
+            match name {
+                Ok(n) => lock(&self.info.entry.info).name = Some(n.clone()),
+                Err(e) => return e,
+            }
+        }
+        self.info.proto = proto;
+        lock(&self.info.entry.info).proto = proto;
+        Reply::Map(vec![
+            (Reply::bulk("server"), Reply::bulk("redis")),
+            (
+                Reply::bulk("version"),
+                Reply::bulk(crate::resp::REDIS_VERSION),
+            ),
+            (Reply::bulk("proto"), Reply::Int(i64::from(proto))),
+            (Reply::bulk("id"), Reply::Int(self.info.id as i64)),
+            (Reply::bulk("mode"), Reply::bulk("standalone")),
+            (Reply::bulk("role"), Reply::bulk("master")),
+            (Reply::bulk("modules"), Reply::Array(Vec::new())),
+        ])
+    }
+
+    fn unwatch(&mut self) {
+        self.watching = false;
+        // A fresh flag: the old one may still be registered with keys.
+        self.watch_flag = Arc::new(AtomicBool::new(false));
+    }
+
+    fn exec(&mut self, server: &Server) -> Reply {
+        let Some(queue) = self.multi.take() else {
+            return Reply::err("EXEC without MULTI");
+        };
+        let failed = std::mem::take(&mut self.multi_failed);
+        let watched_changed = self.watching && self.watch_flag.load(Ordering::Acquire);
+        if failed {
+            self.unwatch();
+            return Reply::Error(
+                "EXECABORT Transaction discarded because of previous errors.".into(),
+            );
+        }
+        let mut txn = server.store.writer();
+        // Checked again under the write lock: no write can land between
+        // this check and the commit.
+        if watched_changed || (self.watching && self.watch_flag.load(Ordering::Acquire)) {
+            drop(txn);
+            self.unwatch();
+            return Reply::NilArray;
+        }
+        let mut replies = Vec::with_capacity(queue.len());
+        for args in &queue {
+            let reply = match cmd::lookup(&args[0]) {
+                Some(spec) => {
+                    let mut ctx = Ctx {
+                        txn: &mut txn,
+                        server,
+                        session: &mut self.info,
+                    };
+                    cmd::run(spec, &mut ctx, args)
+                }
+                None => cmd::unknown(args),
+            };
+            replies.push(reply);
+        }
+        self.unwatch();
+        match txn.commit() {
+            Ok(()) => Reply::Array(replies),
+            Err(e) => cmd::engine(e),
+        }
+    }
+}
+
+/// Compares without an early exit, so the time taken does not tell how
+/// much of a password guess was right (the length still shows).
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = u8::from(a.len() != b.len());
+    for i in 0..a.len().max(b.len()) {
+        diff |= a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0xff);
+    }
+    diff == 0
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn passwords_compare_in_full() {
+        assert!(super::constant_time_eq(b"secret", b"secret"));
+        assert!(!super::constant_time_eq(b"secret", b"secreT"));
+        assert!(!super::constant_time_eq(b"secret", b"secret2"));
+        assert!(!super::constant_time_eq(b"", b"x"));
+        assert!(super::constant_time_eq(b"", b""));
+    }
+}

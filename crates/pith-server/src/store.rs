@@ -1,0 +1,269 @@
+//! The keyspace the commands see: the engine, one writer at a time, and
+//! WATCH.
+//!
+//! Every command that writes runs in a [`Txn`] holding the store's write
+//! lock, so read-modify-write commands (INCR, APPEND, SETRANGE, GETSET,
+//! ...) are atomic, and MULTI/EXEC runs its whole queue in one [`Txn`]:
+//! no other write interleaves, reads inside see the queue's earlier
+//! writes, and everything commits as one engine batch (readers see all of
+//! it or none). Commands that only read run in a reader `Txn` without the
+//! lock, straight on the engine.
+//!
+//! WATCH: a client registers a flag per watched key; every commit sets
+//! the flags of the keys it wrote (FLUSHDB all of them), and EXEC fails
+//! when its client's flag is set.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+
+use pith::{WriteBatch, WriteOptions, DB};
+
+/// The engine and what serializes writers.
+pub struct Store {
+    db: DB,
+    write_options: Mutex<WriteOptions>,
+    writer: Mutex<()>,
+    watches: Mutex<HashMap<Vec<u8>, Vec<Weak<AtomicBool>>>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic while holding one of these leaves nothing half-done that a
+    // later holder could see (the engine batch is the unit of change).
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Store {
+    /// Serves `db`; writes are acknowledged per `write_options`.
+    pub fn new(db: DB, write_options: WriteOptions) -> Store {
+        Store {
+            db,
+            write_options: Mutex::new(write_options),
+            writer: Mutex::new(()),
+            watches: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The engine.
+    pub fn db(&self) -> &DB {
+        &self.db
+    }
+
+    /// The engine, to close it.
+    pub fn into_db(self) -> DB {
+        self.db
+    }
+
+    /// Changes how writes are acknowledged (CONFIG SET appendfsync).
+    pub fn set_write_options(&self, options: WriteOptions) {
+        *lock(&self.write_options) = options;
+    }
+
+    /// A transaction that may write: holds the write lock until dropped.
+    pub fn writer(&self) -> Txn<'_> {
+        Txn {
+            store: self,
+            _guard: Some(lock(&self.writer)),
+            pending: BTreeMap::new(),
+            cleared: false,
+        }
+    }
+
+    /// A transaction that only reads, without the lock.
+    pub fn reader(&self) -> Txn<'_> {
+        Txn {
+            store: self,
+            _guard: None,
+            pending: BTreeMap::new(),
+            cleared: false,
+        }
+    }
+
+    /// Registers `flag` to be set when `key` is next written.
+    pub fn watch(&self, key: &[u8], flag: &Arc<AtomicBool>) {
+        let mut w = lock(&self.watches);
+        let list = w.entry(key.to_vec()).or_default();
+        list.retain(|f| f.strong_count() > 0);
+        list.push(Arc::downgrade(flag));
+    }
+
+    fn touched<'k>(&self, keys: impl Iterator<Item = &'k Vec<u8>>, all: bool) {
+        let mut w = lock(&self.watches);
+        if w.is_empty() {
+            return;
+        }
+        let fire = |list: Vec<Weak<AtomicBool>>| {
+            for f in list.iter().filter_map(Weak::upgrade) {
+                f.store(true, Ordering::Release);
+            }
+        };
+        if all {
+            for (_, list) in w.drain() {
+                fire(list);
+            }
+            return;
+        }
+        for k in keys {
+            if let Some(list) = w.remove(k) {
+                fire(list);
+            }
+        }
+    }
+}
+
+/// A unit of reads and writes; see the module documentation. Writes are
+/// kept here until [`Txn::commit`].
+pub struct Txn<'s> {
+    store: &'s Store,
+    _guard: Option<MutexGuard<'s, ()>>,
+    /// Keys written: `None` deleted.
+    pending: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    /// FLUSHDB ran: nothing stored before it is visible.
+    cleared: bool,
+}
+
+impl Txn<'_> {
+    /// The value of `key` as this transaction sees it.
+    pub fn get(&self, key: &[u8]) -> pith::Result<Option<Vec<u8>>> {
+        if let Some(v) = self.pending.get(key) {
+            return Ok(v.clone());
+        }
+        if self.cleared {
+            return Ok(None);
+        }
+        self.store.db.get(key)
+    }
+
+    /// True when this transaction may write (it holds the lock).
+    pub fn can_write(&self) -> bool {
+        self._guard.is_some()
+    }
+
+    /// Sets `key`.
+    pub fn put(&mut self, key: &[u8], value: Vec<u8>) {
+        debug_assert!(self.can_write(), "a reader wrote");
+        self.pending.insert(key.to_vec(), Some(value));
+    }
+
+    /// Deletes `key`.
+    pub fn delete(&mut self, key: &[u8]) {
+        debug_assert!(self.can_write(), "a reader wrote");
+        self.pending.insert(key.to_vec(), None);
+    }
+
+    /// Deletes every key (FLUSHDB).
+    pub fn clear(&mut self) {
+        debug_assert!(self.can_write(), "a reader wrote");
+        self.pending.clear();
+        self.cleared = true;
+    }
+
+    /// Keys in order, from `after` (exclusive) on, that `keep` accepts,
+    /// at most `limit`: the engine's keys with this transaction's writes
+    /// applied. `matching` is a whole-key regex walked through the tries
+    /// (`None`: every key).
+    pub fn keys(
+        &self,
+        matching: Option<&str>,
+        after: Option<&[u8]>,
+        limit: usize,
+    ) -> pith::Result<Vec<Vec<u8>>> {
+        let past = |k: &[u8]| after.is_none_or(|a| k > a);
+        let mut stored: Vec<Vec<u8>> = match (self.cleared, matching) {
+            (true, _) => Vec::new(),
+            (false, Some(re)) => {
+                // The search has no start key: it walks the matches before
+                // `after` again (a SCAN MATCH page costs the matches so far).
+                let mut keys = Vec::new();
+                for k in self.store.db.search(re)?.keys() {
+                    let k = k?;
+                    if past(&k) {
+                        keys.push(k);
+                        if keys.len() >= limit.saturating_add(self.pending.len()) {
+                            break;
+                        }
+                    }
+                }
+                keys
+            }
+            (false, None) => {
+                let mut out = Vec::new();
+                let from = after.map(|a| [a, &[0u8][..]].concat());
+                for k in self.store.db.range(from.as_deref(), None).keys() {
+                    out.push(k?);
+                    if out.len() >= limit.saturating_add(self.pending.len()) {
+                        break;
+                    }
+                }
+                out
+            }
+        };
+        if self.pending.is_empty() {
+            stored.truncate(limit);
+            return Ok(stored);
+        }
+        let re = match matching {
+            Some(p) => Some(pith_regex(p)?),
+            None => None,
+        };
+        let mut merged: BTreeMap<Vec<u8>, bool> = stored.into_iter().map(|k| (k, true)).collect();
+        for (k, v) in &self.pending {
+            if !past(k) || re.as_ref().is_some_and(|re| !re.is_match(k)) {
+                continue;
+            }
+            merged.insert(k.clone(), v.is_some());
+        }
+        Ok(merged
+            .into_iter()
+            .filter(|(_, live)| *live)
+            .map(|(k, _)| k)
+            .take(limit)
+            .collect())
+    }
+
+    /// Live keys as this transaction sees them, counted exactly (a walk
+    /// of the keys; no value is read).
+    pub fn count_keys(&self) -> pith::Result<u64> {
+        if self.pending.is_empty() && !self.cleared {
+            let mut n = 0;
+            for k in self.store.db.range(None, None).keys() {
+                k?;
+                n += 1;
+            }
+            return Ok(n);
+        }
+        Ok(self.keys(None, None, usize::MAX)?.len() as u64)
+    }
+
+    /// Writes everything pending as one engine batch and fires watches.
+    pub fn commit(self) -> pith::Result<()> {
+        if self.pending.is_empty() && !self.cleared {
+            return Ok(());
+        }
+        let mut batch = WriteBatch::new();
+        if self.cleared {
+            for k in self.store.db.range(None, None).keys() {
+                let k = k?;
+                if !self.pending.contains_key(&k) {
+                    batch.delete(&k);
+                }
+            }
+        }
+        for (k, v) in &self.pending {
+            match v {
+                Some(v) => batch.put(k, v),
+                None => batch.delete(k),
+            };
+        }
+        let options = *lock(&self.store.write_options);
+        self.store.db.write(options, batch)?;
+        self.store.touched(self.pending.keys(), self.cleared);
+        Ok(())
+    }
+}
+
+/// A whole-key regex over bytes, the dialect of the engine's search, for
+/// the keys a transaction wrote itself.
+fn pith_regex(pattern: &str) -> pith::Result<pith_trie::KeyRegex> {
+    pith_trie::KeyRegex::new(pattern).map_err(|e| pith::Error::Regex(e.to_string()))
+}
