@@ -1,0 +1,131 @@
+//! `pith serve` as a process: SIGKILL under write load with
+//! `--appendfsync always`, then a restart holds every acknowledged write;
+//! SIGTERM stops it cleanly.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+fn serve(db: &std::path::Path, port: u16) -> Child {
+    let child = Command::new(env!("CARGO_BIN_EXE_pith"))
+        .arg("serve")
+        .arg("--db")
+        .arg(db)
+        .args(["--port", &port.to_string(), "--appendfsync", "always"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start pith serve");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "pith serve did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child
+}
+
+/// Sends `SET key value`; true when acknowledged with +OK.
+fn set(conn: &mut (TcpStream, BufReader<TcpStream>), key: &str, value: &str) -> bool {
+    let req = format!(
+        "*3\r\n$3\r\nSET\r\n${}\r\n{key}\r\n${}\r\n{value}\r\n",
+        key.len(),
+        value.len()
+    );
+    if conn.0.write_all(req.as_bytes()).is_err() {
+        return false;
+    }
+    let mut line = String::new();
+    matches!(conn.1.read_line(&mut line), Ok(n) if n > 0) && line == "+OK\r\n"
+}
+
+fn get(conn: &mut (TcpStream, BufReader<TcpStream>), key: &str) -> Option<String> {
+    let req = format!("*2\r\n$3\r\nGET\r\n${}\r\n{key}\r\n", key.len());
+    conn.0.write_all(req.as_bytes()).expect("send");
+    let mut line = String::new();
+    conn.1.read_line(&mut line).expect("reply");
+    let len: i64 = line[1..line.len() - 2].parse().expect("bulk length");
+    if len < 0 {
+        return None;
+    }
+    let mut value = String::new();
+    conn.1.read_line(&mut value).expect("value");
+    Some(value.trim_end().to_string())
+}
+
+fn connect(port: u16) -> (TcpStream, BufReader<TcpStream>) {
+    let s = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(30)))
+        .expect("timeout");
+    let r = BufReader::new(s.try_clone().expect("clone"));
+    (s, r)
+}
+
+#[test]
+fn sigkill_under_load_loses_no_acknowledged_write() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = dir.path().join("db");
+    let port = free_port();
+    let mut server = serve(&db, port);
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..4)
+        .map(|w| {
+            let stop = stop.clone();
+            std::thread::spawn(move || {
+                let mut conn = connect(port);
+                let mut acked = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    if !set(
+                        &mut conn,
+                        &format!("w{w}:{acked}"),
+                        &format!("value {acked}"),
+                    ) {
+                        break;
+                    }
+                    acked += 1;
+                }
+                acked
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(1500));
+    server.kill().expect("SIGKILL");
+    server.wait().expect("reap");
+    stop.store(true, Ordering::Relaxed);
+    let acked: Vec<u64> = writers
+        .into_iter()
+        .map(|t| t.join().expect("writer"))
+        .collect();
+    assert!(
+        acked.iter().all(|&n| n > 10),
+        "writers made progress: {acked:?}"
+    );
+    let mut server = serve(&db, port);
+    let mut conn = connect(port);
+    for (w, &n) in acked.iter().enumerate() {
+        for i in 0..n {
+            assert_eq!(
+                get(&mut conn, &format!("w{w}:{i}")).as_deref(),
+                Some(format!("value {i}").as_str()),
+                "acknowledged write w{w}:{i} of {n} lost"
+            );
+        }
+    }
+    // SIGTERM: a clean stop, exit status 0.
+    let status = Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status()
+        .expect("kill -TERM");
+    assert!(status.success());
+    let exit = server.wait().expect("wait");
+    assert!(exit.success(), "pith serve after SIGTERM: {exit}");
+}
