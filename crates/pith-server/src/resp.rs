@@ -145,6 +145,9 @@ fn parse_inline(buf: &[u8], limits: &Limits) -> Result<Option<(Request, usize)>,
     }
     let text = buf[..nl].strip_suffix(b"\r").unwrap_or(&buf[..nl]);
     let args = split_args(text).ok_or_else(|| protocol("unbalanced quotes in request"))?;
+    if args.len() > limits.max_args {
+        return Err(protocol("too many arguments in an inline request"));
+    }
     Ok(Some((args, nl + 1)))
 }
 

@@ -143,3 +143,25 @@ fn the_fuzz_entry_point_holds_on_random_and_mutated_input() {
         crate::fuzz::resp_parse(&data);
     }
 }
+
+/// Found by the fuzzer (`fuzz/artifacts/resp_parse/crash-7bc30375...`): an
+/// inline request of more words than `max_args` was accepted, since only
+/// multibulk requests counted their arguments.
+#[test]
+fn inline_requests_are_bounded_in_arguments_too() {
+    let limits = Limits {
+        max_args: 3,
+        ..Limits::default()
+    };
+    assert!(parse(b"a b c\n", &limits).unwrap().is_some());
+    assert_eq!(
+        parse(b"a b c d\n", &limits).unwrap_err().to_string(),
+        "Protocol error: too many arguments in an inline request"
+    );
+    let found = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/resp-inline-too-many-args.bin"
+    ))
+    .expect("the fuzzer's input");
+    crate::fuzz::resp_parse(&found);
+}
