@@ -147,21 +147,7 @@ fn run(
     session: &mut Session,
     requests: Vec<resp::Request>,
 ) -> Vec<(Reply, After)> {
-    let go = || {
-        let mut out = Vec::with_capacity(requests.len());
-        for req in requests {
-            if req.is_empty() {
-                continue;
-            }
-            let (reply, after) = session.handle(server, req);
-            let stop = after != After::Continue;
-            out.push((reply, after));
-            if stop {
-                break;
-            }
-        }
-        out
-    };
+    let go = || session.handle_batch(server, requests);
     // Read apart: a guard in the `if` would be held while commands run
     // (and CONFIG or INFO would wait for it forever).
     let syncs = lock(&server.config).appendfsync == Appendfsync::Always;

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use crate::cmd::{self, Ctx};
 use crate::resp::{Reply, Request};
 use crate::server::{lock, Server, SessionInfo};
+use crate::store::Txn;
 
 /// What the connection does after a reply.
 #[derive(Debug, PartialEq, Eq)]
@@ -31,6 +32,8 @@ pub struct Session {
     pub info: SessionInfo,
     multi: Option<Vec<Request>>,
     multi_failed: bool,
+    /// The last table command wrote through the batch transaction.
+    last_wrote: bool,
     watch_flag: Arc<AtomicBool>,
     watching: bool,
 }
@@ -44,6 +47,7 @@ impl Session {
             info,
             multi: None,
             multi_failed: false,
+            last_wrote: false,
             watch_flag: Arc::new(AtomicBool::new(false)),
             watching: false,
         }
@@ -54,28 +58,70 @@ impl Session {
         self.info.proto
     }
 
-    /// Handles one request.
-    pub fn handle(&mut self, server: &Server, args: Request) -> (Reply, After) {
+    /// Handles a pipelined batch of requests in order; see `handle`.
+    ///
+    /// Consecutive commands of the table share one writer transaction,
+    /// opened by the first that writes and committed as one engine batch
+    /// before the replies go out (and before any session command, such as
+    /// EXEC, runs): a pipeline of 16 SETs is one log write, not 16. Every
+    /// reply is sent after the commit, so no client is told of a write
+    /// before it is in the log. If the commit fails, the replies of the
+    /// writes it held become the error.
+    pub fn handle_batch(&mut self, server: &Server, requests: Vec<Request>) -> Vec<(Reply, After)> {
+        let mut out: Vec<(Reply, After)> = Vec::with_capacity(requests.len());
+        let mut batch: Option<Txn<'_>> = None;
+        let mut batched: Vec<usize> = Vec::new();
+        for req in requests {
+            let Some(name) = req.first() else {
+                continue;
+            };
+            let lower = String::from_utf8_lossy(name).to_ascii_lowercase();
+            // SAVE flushes the engine: what came before must be in it.
+            if is_session_command(&lower) || lower == "save" || lower == "bgsave" {
+                commit(batch.take(), &batched, &mut out);
+                batched.clear();
+            }
+            let (reply, after, wrote) = self.handle(server, req, &mut batch);
+            if wrote {
+                batched.push(out.len());
+            }
+            let stop = after != After::Continue;
+            out.push((reply, after));
+            if stop {
+                break;
+            }
+        }
+        commit(batch, &batched, &mut out);
+        out
+    }
+
+    /// Handles one request; table commands run in `batch` when it is open
+    /// (writes open it). The flag says the command wrote through `batch`.
+    fn handle<'s>(
+        &mut self,
+        server: &'s Server,
+        args: Request,
+        batch: &mut Option<Txn<'s>>,
+    ) -> (Reply, After, bool) {
+        let (reply, after) = self.handle_inner(server, args, batch);
+        let wrote = self.last_wrote;
+        self.last_wrote = false;
+        (reply, after, wrote)
+    }
+
+    fn handle_inner<'s>(
+        &mut self,
+        server: &'s Server,
+        args: Request,
+        batch: &mut Option<Txn<'s>>,
+    ) -> (Reply, After) {
         let Some(name) = args.first() else {
             return (Reply::Nil, After::Continue);
         };
         server.stats.commands.fetch_add(1, Ordering::Relaxed);
         let lower = String::from_utf8_lossy(name).to_ascii_lowercase();
         lock(&self.info.entry.info).last = lower.clone();
-        let session_cmd = matches!(
-            lower.as_str(),
-            "auth"
-                | "hello"
-                | "quit"
-                | "select"
-                | "multi"
-                | "exec"
-                | "discard"
-                | "watch"
-                | "unwatch"
-                | "reset"
-                | "shutdown"
-        );
+        let session_cmd = is_session_command(&lower);
         let spec = cmd::lookup(name);
         if !session_cmd && spec.is_none() {
             self.doom();
@@ -104,7 +150,7 @@ impl Session {
                 queue.push(args);
                 return (Reply::Simple("QUEUED"), After::Continue);
             }
-            return (self.run(server, spec, &args), After::Continue);
+            return (self.run(server, spec, &args, batch), After::Continue);
         }
         self.session_command(server, &lower, &args)
     }
@@ -116,21 +162,31 @@ impl Session {
         }
     }
 
-    fn run(&mut self, server: &Server, spec: &cmd::Spec, args: &[Vec<u8>]) -> Reply {
-        let mut txn = match spec.write {
-            true => server.store.writer(),
-            false => server.store.reader(),
+    fn run<'s>(
+        &mut self,
+        server: &'s Server,
+        spec: &cmd::Spec,
+        args: &[Vec<u8>],
+        batch: &mut Option<Txn<'s>>,
+    ) -> Reply {
+        if spec.write && batch.is_none() {
+            *batch = Some(server.store.writer());
+        }
+        self.last_wrote = spec.write;
+        let mut reader;
+        let txn = match batch {
+            Some(txn) => txn,
+            None => {
+                reader = server.store.reader();
+                &mut reader
+            }
         };
         let mut ctx = Ctx {
-            txn: &mut txn,
+            txn,
             server,
             session: &mut self.info,
         };
-        let reply = cmd::run(spec, &mut ctx, args);
-        match txn.commit() {
-            Ok(()) => reply,
-            Err(e) => cmd::engine(e),
-        }
+        cmd::run(spec, &mut ctx, args)
     }
 
     fn session_command(&mut self, server: &Server, name: &str, args: &[Vec<u8>]) -> (Reply, After) {
@@ -326,6 +382,40 @@ impl Session {
         match txn.commit() {
             Ok(()) => Reply::Array(replies),
             Err(e) => cmd::engine(e),
+        }
+    }
+}
+
+/// The commands `Session` runs itself (the rest are in the table).
+fn is_session_command(lower: &str) -> bool {
+    matches!(
+        lower,
+        "auth"
+            | "hello"
+            | "quit"
+            | "select"
+            | "multi"
+            | "exec"
+            | "discard"
+            | "watch"
+            | "unwatch"
+            | "reset"
+            | "shutdown"
+    )
+}
+
+/// Commits a batch transaction; on failure the replies at `wrote` (the
+/// writes it held) become the error.
+fn commit(batch: Option<Txn<'_>>, wrote: &[usize], out: &mut [(Reply, After)]) {
+    let Some(txn) = batch else {
+        return;
+    };
+    if let Err(e) = txn.commit() {
+        let reply = cmd::engine(e);
+        for &i in wrote {
+            if let Some(slot) = out.get_mut(i) {
+                slot.0 = reply.clone();
+            }
         }
     }
 }

@@ -309,3 +309,44 @@ fn shutdown_stops_the_server() {
         r.wait().expect("the server stopped cleanly");
     }
 }
+
+/// A pipeline's writes share one engine batch: later commands in it read
+/// what earlier ones wrote, a MULTI or EXEC in the middle commits what
+/// came before, and every reply says what happened.
+#[test]
+fn pipelined_writes_read_their_own_and_commit_before_exec() {
+    let s = TestServer::start(Config::default());
+    let mut c = s.client();
+    let mut bytes = Vec::new();
+    for args in [
+        &[&b"SET"[..], b"a", b"1"][..],
+        &[b"INCR", b"a"],
+        &[b"GET", b"a"],
+        &[b"MULTI"],
+        &[b"INCR", b"a"],
+        &[b"EXEC"],
+        &[b"APPEND", b"a", b"x"],
+        &[b"INCR", b"a"],
+        &[b"GET", b"a"],
+    ] {
+        bytes.extend(Client::encode(args));
+    }
+    c.send_raw(&bytes);
+    let replies: Vec<R> = (0..9).map(|_| c.read().expect("reply")).collect();
+    assert_eq!(
+        replies,
+        vec![
+            ok(),
+            R::Int(2),
+            R::bulk("2"),
+            ok(),
+            R::Simple("QUEUED".into()),
+            R::Array(vec![R::Int(3)]),
+            R::Int(2),
+            R::Err("ERR value is not an integer or out of range".into()),
+            R::bulk("3x"),
+        ]
+    );
+    assert_eq!(s.client().cmd(&["GET", "a"]), R::bulk("3x"));
+    s.stop();
+}
