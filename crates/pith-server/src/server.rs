@@ -80,7 +80,7 @@ pub struct ClientShown {
     /// CLIENT SETINFO LIB-VER.
     pub lib_ver: Option<Vec<u8>>,
     /// The last command's name.
-    pub last: String,
+    pub last: &'static str,
     /// Protocol version.
     pub proto: u8,
 }

@@ -81,7 +81,7 @@ impl Session {
                 commit(batch.take(), &batched, &mut out);
                 batched.clear();
             }
-            let (reply, after, wrote) = self.handle(server, req, &mut batch);
+            let (reply, after, wrote) = self.handle(server, req, lower, &mut batch);
             if wrote {
                 batched.push(out.len());
             }
@@ -101,28 +101,34 @@ impl Session {
         &mut self,
         server: &'s Server,
         args: Request,
+        lower: String,
         batch: &mut Option<Txn<'s>>,
     ) -> (Reply, After, bool) {
-        let (reply, after) = self.handle_inner(server, args, batch);
+        let (reply, after) = self.handle_inner(server, args, lower, batch);
         let wrote = self.last_wrote;
         self.last_wrote = false;
         (reply, after, wrote)
     }
 
+    /// `lower`: the command name in lower case.
     fn handle_inner<'s>(
         &mut self,
         server: &'s Server,
         args: Request,
+        lower: String,
         batch: &mut Option<Txn<'s>>,
     ) -> (Reply, After) {
-        let Some(name) = args.first() else {
+        if args.is_empty() {
             return (Reply::Nil, After::Continue);
-        };
+        }
         server.stats.commands.fetch_add(1, Ordering::Relaxed);
-        let lower = String::from_utf8_lossy(name).to_ascii_lowercase();
-        lock(&self.info.entry.info).last = lower.clone();
         let session_cmd = is_session_command(&lower);
-        let spec = cmd::lookup(name);
+        let spec = cmd::lookup_lower(&lower);
+        lock(&self.info.entry.info).last = match spec {
+            Some(spec) => spec.name,
+            None if session_cmd => "session",
+            None => "unknown",
+        };
         if !session_cmd && spec.is_none() {
             self.doom();
             return (cmd::unknown(&args), After::Continue);

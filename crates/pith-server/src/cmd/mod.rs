@@ -178,9 +178,13 @@ pub static COMMANDS: &[Spec] = &[
 
 /// The entry for `name` (any case).
 pub fn lookup(name: &[u8]) -> Option<&'static Spec> {
-    let lower = name.to_ascii_lowercase();
+    lookup_lower(&String::from_utf8_lossy(name).to_ascii_lowercase())
+}
+
+/// The entry for `lower`, a name in lower case.
+pub fn lookup_lower(lower: &str) -> Option<&'static Spec> {
     COMMANDS
-        .binary_search_by(|s| s.name.as_bytes().cmp(&lower))
+        .binary_search_by(|s| s.name.cmp(lower))
         .ok()
         .map(|i| &COMMANDS[i])
 }

@@ -104,7 +104,7 @@ fn client_line(c: &crate::server::ClientEntry, me: u64) -> String {
         c.addr,
         text(&shown.name),
         c.since.elapsed().as_secs(),
-        if c.id == me { "client|list" } else { shown.last.as_str() },
+        if c.id == me { "client|list" } else { shown.last },
         shown.proto,
         text(&shown.lib_name),
         text(&shown.lib_ver),
