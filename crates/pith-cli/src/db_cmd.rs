@@ -30,6 +30,9 @@ pub struct DbArg {
 /// Which keys a scan or dump covers.
 #[derive(clap::Args)]
 pub struct RangeArgs {
+    /// --prefix, --from and --to are hex (for binary keys).
+    #[arg(long)]
+    hex: bool,
     /// Only keys starting with this prefix.
     #[arg(long, conflicts_with_all = ["from", "to"])]
     prefix: Option<String>,
@@ -54,6 +57,9 @@ pub struct ScanArgs {
     /// Print keys only (no value is decoded).
     #[arg(long)]
     keys_only: bool,
+    /// In descending key order.
+    #[arg(long)]
+    reverse: bool,
     /// Output format: text (escaped, key TAB value), json (what `load`
     /// reads), hex.
     #[arg(long, value_enum, default_value_t = OutFormat::Text)]
@@ -106,6 +112,9 @@ pub struct GetArgs {
     db: DbArg,
     /// The key.
     key: String,
+    /// The key is hex (for binary keys).
+    #[arg(long)]
+    hex: bool,
     /// Output format: text (the value escaped, and a newline), raw (the
     /// value's bytes, nothing added), json (the record as `load` reads
     /// it), hex.
@@ -120,6 +129,9 @@ pub struct KeyArgs {
     db: DbArg,
     /// The key.
     key: String,
+    /// The key is hex (for binary keys).
+    #[arg(long)]
+    hex: bool,
 }
 
 /// `pith put`.
@@ -131,6 +143,9 @@ pub struct PutArgs {
     key: String,
     /// The value.
     value: String,
+    /// The key and the value are hex (for binary data).
+    #[arg(long)]
+    hex: bool,
 }
 
 pub(crate) fn open(path: &Path, create: bool) -> Result<DB, CliError> {
@@ -193,6 +208,28 @@ pub(crate) fn live_keys(db: &DB) -> Result<u64, CliError> {
     Ok(n)
 }
 
+/// A command-line argument as bytes: as typed, or decoded from hex.
+fn arg_bytes(arg: &str, hex: bool, what: &str) -> Result<Vec<u8>, CliError> {
+    if !hex {
+        return Ok(arg.as_bytes().to_vec());
+    }
+    let digits = arg.as_bytes();
+    if digits.len() % 2 != 0 {
+        return Err(CliError::Usage(format!(
+            "{what} '{arg}' is not hex: an odd number of digits"
+        )));
+    }
+    digits
+        .chunks(2)
+        .map(|pair| {
+            std::str::from_utf8(pair)
+                .ok()
+                .and_then(|p| u8::from_str_radix(p, 16).ok())
+                .ok_or_else(|| CliError::Usage(format!("{what} '{arg}' is not hex")))
+        })
+        .collect()
+}
+
 fn stdout_err(source: std::io::Error) -> CliError {
     CliError::Io {
         path: PathBuf::from("<stdout>"),
@@ -202,8 +239,8 @@ fn stdout_err(source: std::io::Error) -> CliError {
 
 /// `pith get`: prints the value; an absent key is [`CliError::NotFound`].
 pub fn get(args: &GetArgs) -> Result<(), CliError> {
+    let key = &arg_bytes(&args.key, args.hex, "key")?;
     let db = open_read_only(&args.db.db)?;
-    let key = args.key.as_bytes();
     let value = db.get(key)?.ok_or_else(|| {
         let mut shown = Vec::new();
         output::escape(key, &mut shown);
@@ -225,18 +262,21 @@ pub fn get(args: &GetArgs) -> Result<(), CliError> {
 
 /// `pith put` (synced).
 pub fn put(args: &PutArgs) -> Result<(), CliError> {
+    let key = arg_bytes(&args.key, args.hex, "key")?;
+    let value = arg_bytes(&args.value, args.hex, "value")?;
     let db = open(&args.db.db, true)?;
     let mut b = WriteBatch::new();
-    b.put(&args.key, &args.value);
+    b.put(key, value);
     db.write(WriteOptions::synced(), b)?;
     Ok(db.close()?)
 }
 
 /// `pith delete` (synced).
 pub fn delete(args: &KeyArgs) -> Result<(), CliError> {
+    let key = arg_bytes(&args.key, args.hex, "key")?;
     let db = open(&args.db.db, false)?;
     let mut b = WriteBatch::new();
-    b.delete(&args.key);
+    b.delete(key);
     db.write(WriteOptions::synced(), b)?;
     Ok(db.close()?)
 }
@@ -250,29 +290,43 @@ fn raw_refused(format: OutFormat, what: &str) -> Result<(), CliError> {
     }
 }
 
-fn scan_of(db: &DB, range: &RangeArgs) -> pith::Scan {
-    match &range.prefix {
-        Some(p) => db.prefix(p.as_bytes()),
+fn scan_of(db: &DB, range: &RangeArgs) -> Result<pith::Scan, CliError> {
+    let bytes = |arg: &Option<String>, what| {
+        arg.as_deref()
+            .map(|a| arg_bytes(a, range.hex, what))
+            .transpose()
+    };
+    Ok(match bytes(&range.prefix, "--prefix")? {
+        Some(p) => db.prefix(&p),
         None => db.range(
-            range.from.as_deref().map(str::as_bytes),
-            range.to.as_deref().map(str::as_bytes),
+            bytes(&range.from, "--from")?.as_deref(),
+            bytes(&range.to, "--to")?.as_deref(),
         ),
-    }
+    })
 }
 
 /// `pith scan`.
 pub fn scan(args: &ScanArgs) -> Result<(), CliError> {
     raw_refused(args.format, "scan")?;
     let db = open_read_only(&args.db.db)?;
-    let scan = scan_of(&db, &args.range);
+    let scan = scan_of(&db, &args.range)?;
     let mut o = Out::stdout();
     let limit = args.limit.unwrap_or(usize::MAX);
     if args.keys_only {
-        for k in scan.keys().take(limit) {
+        let keys = scan.keys();
+        let keys: Box<dyn Iterator<Item = pith::Result<Vec<u8>>>> = match args.reverse {
+            true => Box::new(keys.rev()),
+            false => Box::new(keys),
+        };
+        for k in keys.take(limit) {
             o.record(args.format, &k?, None).map_err(stdout_err)?;
         }
     } else {
-        for kv in scan.take(limit) {
+        let pairs: Box<dyn Iterator<Item = pith::Result<(Vec<u8>, Vec<u8>)>>> = match args.reverse {
+            true => Box::new(scan.rev()),
+            false => Box::new(scan),
+        };
+        for kv in pairs.take(limit) {
             let (k, v) = kv?;
             o.record(args.format, &k, Some(&v)).map_err(stdout_err)?;
         }
@@ -309,7 +363,7 @@ pub fn dump(args: &DumpArgs) -> Result<(), CliError> {
         path: target.clone(),
         source,
     };
-    for kv in scan_of(&db, &args.range) {
+    for kv in scan_of(&db, &args.range)? {
         let (k, v) = kv?;
         line.clear();
         output::record(OutFormat::Json, &k, Some(&v), &mut line);

@@ -317,6 +317,41 @@ fn base64_encode(bytes: &[u8]) -> String {
     out
 }
 
+#[test]
+fn binary_keys_by_hex_and_scans_in_reverse() {
+    let d = Dir::new();
+    let db = d.db();
+    ok(&pith(&["put", "--db", &db, "--hex", "00ff0a", "c3a9"]));
+    ok(&pith(&["put", "--db", &db, "b", "2"]));
+    ok(&pith(&["put", "--db", &db, "a", "1"]));
+    assert_eq!(
+        ok(&pith(&[
+            "get", "--db", &db, "--hex", "00ff0a", "--format", "raw"
+        ]))
+        .stdout,
+        "é".as_bytes()
+    );
+    fails(&pith(&["get", "--db", &db, "--hex", "0g"]), 2, "is not hex");
+    assert_eq!(
+        stdout(ok(&pith(&[
+            "scan",
+            "--db",
+            &db,
+            "--reverse",
+            "--keys-only"
+        ]))),
+        "b\na\n\\x00\\xff\\n\n"
+    );
+    assert_eq!(
+        stdout(ok(&pith(&[
+            "scan", "--db", &db, "--hex", "--prefix", "00", "--format", "hex"
+        ]))),
+        "00ff0a\tc3a9\n"
+    );
+    ok(&pith(&["delete", "--db", &db, "--hex", "00ff0a"]));
+    assert_eq!(live_keys(&db), 2);
+}
+
 // Item 6: whole-key search, said out loud.
 
 #[test]
