@@ -214,7 +214,7 @@ fn arg_bytes(arg: &str, hex: bool, what: &str) -> Result<Vec<u8>, CliError> {
         return Ok(arg.as_bytes().to_vec());
     }
     let digits = arg.as_bytes();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return Err(CliError::Usage(format!(
             "{what} '{arg}' is not hex: an odd number of digits"
         )));
@@ -312,26 +312,47 @@ pub fn scan(args: &ScanArgs) -> Result<(), CliError> {
     let scan = scan_of(&db, &args.range)?;
     let mut o = Out::stdout();
     let limit = args.limit.unwrap_or(usize::MAX);
-    if args.keys_only {
-        let keys = scan.keys();
-        let keys: Box<dyn Iterator<Item = pith::Result<Vec<u8>>>> = match args.reverse {
-            true => Box::new(keys.rev()),
-            false => Box::new(keys),
-        };
-        for k in keys.take(limit) {
-            o.record(args.format, &k?, None).map_err(stdout_err)?;
-        }
-    } else {
-        let pairs: Box<dyn Iterator<Item = pith::Result<(Vec<u8>, Vec<u8>)>>> = match args.reverse {
-            true => Box::new(scan.rev()),
-            false => Box::new(scan),
-        };
-        for kv in pairs.take(limit) {
-            let (k, v) = kv?;
-            o.record(args.format, &k, Some(&v)).map_err(stdout_err)?;
-        }
-    }
+    match (args.keys_only, args.reverse) {
+        (true, false) => print(
+            &mut o,
+            args.format,
+            scan.keys().map(|k| k.map(|k| (k, None))),
+            limit,
+        ),
+        (true, true) => print(
+            &mut o,
+            args.format,
+            scan.keys().rev().map(|k| k.map(|k| (k, None))),
+            limit,
+        ),
+        (false, false) => print(
+            &mut o,
+            args.format,
+            scan.map(|r| r.map(|(k, v)| (k, Some(v)))),
+            limit,
+        ),
+        (false, true) => print(
+            &mut o,
+            args.format,
+            scan.rev().map(|r| r.map(|(k, v)| (k, Some(v)))),
+            limit,
+        ),
+    }?;
     o.finish().map_err(stdout_err)
+}
+
+/// Writes at most `limit` records (values `None`: keys only).
+fn print(
+    o: &mut Out,
+    format: OutFormat,
+    records: impl Iterator<Item = pith::Result<(Vec<u8>, Option<Vec<u8>>)>>,
+    limit: usize,
+) -> Result<(), CliError> {
+    for r in records.take(limit) {
+        let (k, v) = r?;
+        o.record(format, &k, v.as_deref()).map_err(stdout_err)?;
+    }
+    Ok(())
 }
 
 /// `pith dump`: every live record (or a range) as JSON Lines that `pith
