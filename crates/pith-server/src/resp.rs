@@ -173,19 +173,21 @@ pub fn split_args(text: &[u8]) -> Option<Vec<Vec<u8>>> {
         };
         let mut word = Vec::new();
         match first {
-            b'"' => {
+            quote @ (b'"' | b'\'') => {
+                let double = quote == b'"';
                 i += 1;
                 loop {
                     match *text.get(i)? {
                         b'\\'
-                            if text.get(i + 1) == Some(&b'x')
+                            if double
+                                && text.get(i + 1) == Some(&b'x')
                                 && hex(text.get(i + 2)).is_some()
                                 && hex(text.get(i + 3)).is_some() =>
                         {
                             word.push(hex(text.get(i + 2))? << 4 | hex(text.get(i + 3))?);
                             i += 4;
                         }
-                        b'\\' => {
+                        b'\\' if double => {
                             let c = *text.get(i + 1)?;
                             word.push(match c {
                                 b'n' => b'\n',
@@ -197,27 +199,11 @@ pub fn split_args(text: &[u8]) -> Option<Vec<Vec<u8>>> {
                             });
                             i += 2;
                         }
-                        b'"' => {
-                            i += 1;
-                            closed(i)?;
-                            break;
-                        }
-                        b => {
-                            word.push(b);
-                            i += 1;
-                        }
-                    }
-                }
-            }
-            b'\'' => {
-                i += 1;
-                loop {
-                    match *text.get(i)? {
                         b'\\' if text.get(i + 1) == Some(&b'\'') => {
                             word.push(b'\'');
                             i += 2;
                         }
-                        b'\'' => {
+                        b if b == quote => {
                             i += 1;
                             closed(i)?;
                             break;

@@ -15,9 +15,8 @@
 mod common;
 
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
-use common::{Client, TestServer, R};
+use common::{free_port, wait_for_port, Client, TestServer, R};
 use pith_server::Config;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -50,10 +49,7 @@ fn start_redis() -> Option<Redis> {
         );
         return None;
     }
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port();
+    let port = free_port();
     let dir = tempfile::tempdir().expect("tempdir");
     let child = Command::new("redis-server")
         .args([
@@ -72,11 +68,7 @@ fn start_redis() -> Option<Redis> {
         .stderr(Stdio::null())
         .spawn()
         .expect("start redis-server");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "redis-server did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_port(port, "redis-server");
     Some(Redis {
         child,
         port,

@@ -10,17 +10,9 @@
 mod common;
 
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
-use common::{Client, TestServer, R};
+use common::{free_port, wait_for_port, Client, TestServer, R};
 use pith_server::Config;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("a free port")
-        .port()
-}
 
 #[test]
 fn three_servers_behind_nutcracker() {
@@ -60,11 +52,7 @@ fn three_servers_behind_nutcracker() {
         .stderr(Stdio::null())
         .spawn()
         .expect("start nutcracker");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while std::net::TcpStream::connect(("127.0.0.1", proxy_port)).is_err() {
-        assert!(Instant::now() < deadline, "nutcracker did not start");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    wait_for_port(proxy_port, "nutcracker");
     let mut c = Client::connect(([127, 0, 0, 1], proxy_port).into());
     for i in 0..1000 {
         assert_eq!(

@@ -146,3 +146,22 @@ impl TestServer {
         self.dir
     }
 }
+
+/// A free TCP port on loopback (free when asked; another process may take
+/// it before it is used, which tests accept).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+/// Waits up to 20 s until something listens on `port` (a tool started by
+/// a test), panicking with `what` otherwise.
+pub fn wait_for_port(port: u16, what: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(std::time::Instant::now() < deadline, "{what} did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
