@@ -36,6 +36,10 @@ pub async fn serve(server: Arc<Server>, mut stream: TcpStream, entry: Arc<Client
     let mut input = BytesMut::with_capacity(16 << 10);
     let mut output = Vec::with_capacity(16 << 10);
     'conn: loop {
+        // A kill that came while the last batch ran woke no one.
+        if entry.killed.load(Ordering::Acquire) {
+            break;
+        }
         let (timeout, limits, buffer_limit) = {
             let c = lock(&server.config);
             let limits = Limits {
@@ -168,5 +172,8 @@ fn encode_all(
             return;
         }
         reply.encode(session.proto(), out);
+        if after == After::Close {
+            return;
+        }
     }
 }
