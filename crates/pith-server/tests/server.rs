@@ -350,3 +350,35 @@ fn pipelined_writes_read_their_own_and_commit_before_exec() {
     assert_eq!(s.client().cmd(&["GET", "a"]), R::bulk("3x"));
     s.stop();
 }
+
+/// CLIENT KILL closes another client's connection; `timeout` closes an
+/// idle one; `maxclients` refuses one more.
+#[test]
+fn clients_are_killed_timed_out_and_limited() {
+    let s = TestServer::start(Config {
+        timeout: 1,
+        maxclients: 3,
+        ..Config::default()
+    });
+    let (mut a, mut b) = (s.client(), s.client());
+    let R::Int(id) = a.cmd(&["CLIENT", "ID"]) else {
+        panic!("CLIENT ID answers an integer")
+    };
+    assert_eq!(b.cmd(&["CLIENT", "KILL", "ID", &id.to_string()]), R::Int(1));
+    a.send_raw(&Client::encode(&[b"PING"]));
+    assert_eq!(a.read(), None, "a killed client is disconnected");
+    // With b connected, at most two more fit under maxclients 3.
+    let mut extra: Vec<Client> = (0..4).map(|_| s.client()).collect();
+    let replies: Vec<R> = extra.iter_mut().map(|c| c.cmd(&["PING"])).collect();
+    let refused = replies
+        .iter()
+        .filter(|r| matches!(r, R::Err(m) if m.contains("max number of clients reached")))
+        .count();
+    assert!(refused >= 2, "{replies:?}");
+    drop(extra);
+    // Idle past `timeout`: closed.
+    std::thread::sleep(Duration::from_millis(2500));
+    b.send_raw(&Client::encode(&[b"PING"]));
+    assert_eq!(b.read(), None, "an idle client is closed after timeout");
+    s.stop();
+}
