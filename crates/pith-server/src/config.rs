@@ -88,6 +88,8 @@ pub const NAMES: &[&str] = &[
     "client-query-buffer-limit",
     "timeout",
     "pith-multi-max-commands",
+    "save",
+    "appendonly",
 ];
 
 /// Settings that cannot change while the server runs.
@@ -155,6 +157,13 @@ impl Config {
             }
             "timeout" => self.timeout = number(value)?,
             "pith-multi-max-commands" => self.multi_max_commands = number(value)?.max(1) as usize,
+            // Read by clients (redis-benchmark asks), fixed here: every
+            // write goes to the log, and there are no snapshots.
+            "save" | "appendonly" => {
+                return Err(format!(
+                    "'{name}' is fixed in PithDB (every write goes to its log; appendfsync says when it is synced)"
+                ))
+            }
             other => return Err(format!("unknown setting '{other}'")),
         }
         Ok(())
@@ -180,6 +189,8 @@ impl Config {
             "client-query-buffer-limit" => self.client_query_buffer_limit.to_string(),
             "timeout" => self.timeout.to_string(),
             "pith-multi-max-commands" => self.multi_max_commands.to_string(),
+            "save" => String::new(),
+            "appendonly" => "yes".into(),
             _ => return None,
         })
     }
