@@ -392,7 +392,7 @@ fn prepare_new(fs: &dyn Fs, dir: &Path) -> Result<()> {
 /// Takes the database's exclusive lock (read-only opens take none).
 fn take_lock(fs: &dyn Fs, dir: &Path) -> Result<Option<Box<dyn FileLock>>> {
     let path = dir.join(LOCK);
-    match fs.lock(&path, false) {
+    match fs.lock(&path) {
         Ok(l) => Ok(Some(l)),
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => Err(Error::Locked {
             path: dir.to_path_buf(),

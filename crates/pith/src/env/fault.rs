@@ -374,8 +374,8 @@ impl Fs for FaultFs {
         self.inner.sync_file(path)
     }
 
-    fn lock(&self, path: &Path, shared: bool) -> io::Result<Box<dyn FileLock>> {
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
         self.check(CallKind::Lock, path)?;
-        self.inner.lock(path, shared)
+        self.inner.lock(path)
     }
 }

@@ -21,7 +21,7 @@
 //!
 //! Thread safety: one mutex guards everything; each call holds it briefly.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -60,8 +60,8 @@ struct State {
     inodes: HashMap<u64, Inode>,
     next_inode: u64,
     dirs: BTreeMap<PathBuf, Dir>,
-    /// Held locks: path -> (exclusive, holders).
-    locks: HashMap<PathBuf, (bool, usize)>,
+    /// Held locks.
+    locks: HashSet<PathBuf>,
     /// Bumped by every power cut; handles of an older one fail.
     generation: u64,
     capacity: Option<u64>,
@@ -321,12 +321,7 @@ impl Drop for MemLock {
         if st.generation != self.generation {
             return;
         }
-        if let Some((_, holders)) = st.locks.get_mut(&self.path) {
-            *holders -= 1;
-            if *holders == 0 {
-                st.locks.remove(&self.path);
-            }
-        }
+        st.locks.remove(&self.path);
     }
 }
 
@@ -434,25 +429,18 @@ impl Fs for MemFs {
         Ok(())
     }
 
-    fn lock(&self, path: &Path, shared: bool) -> io::Result<Box<dyn FileLock>> {
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
         let (dir, name) = split(path)?;
         let mut st = self.lock_state();
         if !st.dir(&dir)?.entries.contains_key(&name) {
-            if shared {
-                return Err(not_found(path));
-            }
-            // Like the real lock, an exclusive lock creates its file.
+            // Like the real lock, locking creates the file.
             let id = st.next_inode;
             st.next_inode += 1;
             st.inodes.insert(id, Inode::default());
             st.dir(&dir)?.entries.insert(name, id);
         }
-        match st.locks.get_mut(path) {
-            Some((exclusive, holders)) if shared && !*exclusive => *holders += 1,
-            Some(_) => return Err(io::ErrorKind::WouldBlock.into()),
-            None => {
-                st.locks.insert(path.to_path_buf(), (!shared, 1));
-            }
+        if !st.locks.insert(path.to_path_buf()) {
+            return Err(io::ErrorKind::WouldBlock.into());
         }
         Ok(Box::new(MemLock {
             fs: self.clone(),
@@ -554,15 +542,13 @@ mod tests {
     }
 
     #[test]
-    fn locks_exclude_and_share() {
+    fn locks_exclude() {
         let (fs, dir) = fs_with_dir();
         let p = dir.join("LOCK");
-        let x = fs.lock(&p, false).expect("exclusive");
-        assert!(fs.lock(&p, true).is_err());
+        let x = fs.lock(&p).expect("exclusive");
+        assert!(fs.lock(&p).is_err());
         drop(x);
-        let s1 = fs.lock(&p, true).expect("shared");
-        let _s2 = fs.lock(&p, true).expect("second shared");
-        assert!(fs.lock(&p, false).is_err());
-        drop(s1);
+        let _y = fs.lock(&p).expect("free again");
+        assert!(fs.lock(&p).is_err());
     }
 }

@@ -105,11 +105,11 @@ pub trait Fs: Send + Sync + Debug {
     /// without opening it for writing (recovery: what a crashed process
     /// left in the page cache must be durable before it is built on).
     fn sync_file(&self, path: &Path) -> io::Result<()>;
-    /// Takes an advisory lock on `path` (creating the file if needed):
-    /// exclusive, or shared with other shared holders. Fails with
-    /// `WouldBlock` while a conflicting lock is held. The lock is released
-    /// when the returned guard drops.
-    fn lock(&self, path: &Path, shared: bool) -> io::Result<Box<dyn FileLock>>;
+    /// Takes an exclusive advisory lock on `path` (creating the file if
+    /// needed). Fails with `WouldBlock` while another holder has it. The
+    /// lock is released when the returned guard drops. (Only writers lock:
+    /// read-only opens take no lock.)
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>>;
 }
 
 /// A file open for writing. See the module documentation for durability.

@@ -120,24 +120,13 @@ impl Fs for RealFs {
         File::open(path)?.sync_data()
     }
 
-    fn lock(&self, path: &Path, shared: bool) -> io::Result<Box<dyn FileLock>> {
-        // A shared lock is for readers, who may be on a read-only file
-        // system: open without creating or writing.
-        let file = if shared {
-            File::open(path)?
-        } else {
-            OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .open(path)?
-        };
-        let taken = if shared {
-            file.try_lock_shared()
-        } else {
-            file.try_lock()
-        };
-        match taken {
+    fn lock(&self, path: &Path) -> io::Result<Box<dyn FileLock>> {
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)?;
+        match file.try_lock() {
             Ok(()) => Ok(Box::new(RealLock { _file: file })),
             Err(std::fs::TryLockError::WouldBlock) => Err(io::ErrorKind::WouldBlock.into()),
             Err(std::fs::TryLockError::Error(e)) => Err(e),
