@@ -198,16 +198,6 @@ pub(crate) fn progress(template: &str) -> ProgressBar {
     bar
 }
 
-/// Live keys, exactly: a walk of the keys (no value is decoded).
-pub(crate) fn live_keys(db: &DB) -> Result<u64, CliError> {
-    let mut n = 0;
-    for k in db.range(None, None).keys() {
-        k?;
-        n += 1;
-    }
-    Ok(n)
-}
-
 /// A command-line argument as bytes: as typed, or decoded from hex.
 fn arg_bytes(arg: &str, hex: bool, what: &str) -> Result<Vec<u8>, CliError> {
     if !hex {

@@ -13,7 +13,7 @@ use std::time::Instant;
 
 use pith::{Options, WriteBatch, WriteOptions, DB};
 
-use crate::db_cmd::{live_keys, open_with, progress, DbArg};
+use crate::db_cmd::{open_with, progress, DbArg};
 use crate::input::{self, Format, Records};
 use crate::text::{count, thousands};
 use crate::CliError;
@@ -83,7 +83,7 @@ pub fn load(args: &LoadArgs) -> Result<(), CliError> {
     let name = input::display_name(&args.file);
     let mut records = Records::open_as(&args.file, args.format)?;
     let started = Instant::now();
-    let (keys_before, disk_before) = (live_keys(&db)?, db.stats()?.disk_bytes);
+    let (keys_before, disk_before) = (db.count_keys()?, db.stats()?.disk_bytes);
     let bar = progress("{spinner} {elapsed} {human_pos} records  {msg}");
     let mut done = Progress::default();
     let limit = args.limit.unwrap_or(u64::MAX);
@@ -147,7 +147,7 @@ pub fn load(args: &LoadArgs) -> Result<(), CliError> {
         db.compact()?;
     }
     bar.set_message("counting keys");
-    let keys_after = live_keys(&db)?;
+    let keys_after = db.count_keys()?;
     let disk_after = db.stats()?.disk_bytes;
     bar.finish_and_clear();
     let new_keys = keys_after.saturating_sub(keys_before);

@@ -19,8 +19,9 @@ use tokio::net::TcpStream;
 
 use crate::config::Appendfsync;
 use crate::resp::{self, Limits, Reply};
-use crate::server::{lock, ClientEntry, Server, SessionInfo};
+use crate::server::{ClientEntry, Server, SessionInfo};
 use crate::session::{After, Session};
+use crate::store::lock;
 
 /// Serves `stream` until the client leaves, is killed, or errs.
 pub async fn serve(server: Arc<Server>, mut stream: TcpStream, entry: Arc<ClientEntry>) {

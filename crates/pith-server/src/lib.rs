@@ -194,7 +194,7 @@ async fn run(
     signals.abort();
     // Give connections a moment to finish their replies.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while !server::lock(&server.clients).is_empty() && tokio::time::Instant::now() < deadline {
+    while !store::lock(&server.clients).is_empty() && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     Ok(())
@@ -234,7 +234,7 @@ async fn sync_every_second(server: Arc<Server>) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         tick.tick().await;
-        let policy = server::lock(&server.config).appendfsync;
+        let policy = store::lock(&server.config).appendfsync;
         if policy == Appendfsync::Everysec {
             let s = server.clone();
             let _ = tokio::task::spawn_blocking(move || s.store.db().sync_wal()).await;

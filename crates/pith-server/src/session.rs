@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use crate::cmd::{self, Ctx};
 use crate::resp::{Reply, Request};
-use crate::server::{lock, Server, SessionInfo};
-use crate::store::Txn;
+use crate::server::{Server, SessionInfo};
+use crate::store::{lock, Txn};
 
 /// What the connection does after a reply.
 #[derive(Debug, PartialEq, Eq)]

@@ -27,9 +27,10 @@ pub struct Store {
     watches: Mutex<HashMap<Vec<u8>, Vec<Weak<AtomicBool>>>>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic while holding one of these leaves nothing half-done that a
-    // later holder could see (the engine batch is the unit of change).
+/// Locks `m`, recovering from a panic of an earlier holder: no mutex of
+/// the server guards a change that a panic could leave half-done (the
+/// engine batch is the unit of change).
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -158,10 +159,9 @@ impl Txn<'_> {
         self.cleared = true;
     }
 
-    /// Keys in order, from `after` (exclusive) on, that `keep` accepts,
-    /// at most `limit`: the engine's keys with this transaction's writes
-    /// applied. `matching` is a whole-key regex walked through the tries
-    /// (`None`: every key).
+    /// Keys in order, from `after` (exclusive) on, at most `limit`: the
+    /// engine's keys with this transaction's writes applied. `matching` is
+    /// a whole-key regex walked through the tries (`None`: every key).
     pub fn keys(
         &self,
         matching: Option<&str>,
@@ -169,35 +169,30 @@ impl Txn<'_> {
         limit: usize,
     ) -> pith::Result<Vec<Vec<u8>>> {
         let past = |k: &[u8]| after.is_none_or(|a| k > a);
-        let mut stored: Vec<Vec<u8>> = match (self.cleared, matching) {
-            (true, _) => Vec::new(),
-            (false, Some(re)) => {
+        // Enough stored keys that `limit` remain after this transaction's
+        // deletes.
+        let want = limit.saturating_add(self.pending.len());
+        let mut stored = Vec::new();
+        if !self.cleared {
+            let source: Box<dyn Iterator<Item = pith::Result<Vec<u8>>>> = match matching {
                 // The search has no start key: it walks the matches before
                 // `after` again (a SCAN MATCH page costs the matches so far).
-                let mut keys = Vec::new();
-                for k in self.store.db.search(re)?.keys() {
-                    let k = k?;
-                    if past(&k) {
-                        keys.push(k);
-                        if keys.len() >= limit.saturating_add(self.pending.len()) {
-                            break;
-                        }
-                    }
+                Some(re) => Box::new(self.store.db.search(re)?.keys()),
+                None => {
+                    let from = after.map(|a| [a, &[0u8][..]].concat());
+                    Box::new(self.store.db.range(from.as_deref(), None).keys())
                 }
-                keys
-            }
-            (false, None) => {
-                let mut out = Vec::new();
-                let from = after.map(|a| [a, &[0u8][..]].concat());
-                for k in self.store.db.range(from.as_deref(), None).keys() {
-                    out.push(k?);
-                    if out.len() >= limit.saturating_add(self.pending.len()) {
+            };
+            for k in source {
+                let k = k?;
+                if past(&k) {
+                    stored.push(k);
+                    if stored.len() >= want {
                         break;
                     }
                 }
-                out
             }
-        };
+        }
         if self.pending.is_empty() {
             stored.truncate(limit);
             return Ok(stored);
@@ -225,12 +220,7 @@ impl Txn<'_> {
     /// of the keys; no value is read).
     pub fn count_keys(&self) -> pith::Result<u64> {
         if self.pending.is_empty() && !self.cleared {
-            let mut n = 0;
-            for k in self.store.db.range(None, None).keys() {
-                k?;
-                n += 1;
-            }
-            return Ok(n);
+            return self.store.db.count_keys();
         }
         Ok(self.keys(None, None, usize::MAX)?.len() as u64)
     }

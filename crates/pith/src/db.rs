@@ -314,6 +314,18 @@ impl DB {
         prefix_scan(self.iter_at(snapshot), prefix)
     }
 
+    /// Live keys, counted exactly: a walk of every key (no value is
+    /// decoded), so it takes time in proportion to the keys; [`Stats`]
+    /// has what the segments store, without the walk.
+    pub fn count_keys(&self) -> Result<u64> {
+        let mut n = 0;
+        for k in self.range(None, None).keys() {
+            k?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
     /// `(key, value)` pairs whose keys match `pattern` (anchored at both
     /// ends, as a whole-key match, in `regex::bytes` syntax), in key order,
     /// found lazily: take as many as wanted (`.take(n)`), or only the keys

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 
 use super::{engine, syntax, CmdResult, Ctx, COMMANDS};
 use crate::resp::Reply;
-use crate::server::lock;
+use crate::store::lock;
 
 pub fn ping(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> CmdResult {
     let _ = ctx;
