@@ -87,7 +87,7 @@ pub fn load(args: &LoadArgs) -> Result<(), CliError> {
     let bar = progress("{spinner} {elapsed} {human_pos} records  {msg}");
     let mut done = Progress::default();
     let limit = args.limit.unwrap_or(u64::MAX);
-    let chunk_bytes = Options::default().bulk_chunk_bytes;
+    let chunk_limit = Options::default().bulk_chunk_bytes;
     loop {
         let mut chunk = Vec::new();
         let mut bytes = 0usize;
@@ -110,7 +110,7 @@ pub fn load(args: &LoadArgs) -> Result<(), CliError> {
                     bar.inc(1);
                     let full = match args.wal {
                         true => chunk.len() == WAL_BATCH,
-                        false => bytes >= chunk_bytes,
+                        false => bytes >= chunk_limit,
                     };
                     if full {
                         break;
@@ -119,7 +119,8 @@ pub fn load(args: &LoadArgs) -> Result<(), CliError> {
             }
         }
         let n = chunk.len() as u64;
-        let chunk_bytes: u64 = chunk.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum();
+        // Key and value bytes: what `bytes` counted, less the overhead.
+        let chunk_bytes = (bytes - chunk.len() * RECORD_OVERHEAD) as u64;
         if n > 0 {
             if !args.wal {
                 bar.set_message("building segments");

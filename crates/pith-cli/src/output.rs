@@ -39,22 +39,22 @@ pub fn escape(bytes: &[u8], out: &mut Vec<u8>) {
             b'\t' => out.extend_from_slice(b"\\t"),
             0x20..=0x7e => out.push(b),
             _ => {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                out.extend_from_slice(&[
-                    b'\\',
-                    b'x',
-                    HEX[usize::from(b >> 4)],
-                    HEX[usize::from(b & 15)],
-                ]);
+                out.extend_from_slice(b"\\x");
+                push_hex(b, out);
             }
         }
     }
 }
 
-fn hex(bytes: &[u8], out: &mut Vec<u8>) {
+/// Appends `b` as two lowercase hex digits.
+fn push_hex(b: u8, out: &mut Vec<u8>) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
+    out.extend_from_slice(&[HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+}
+
+fn hex(bytes: &[u8], out: &mut Vec<u8>) {
     for &b in bytes {
-        out.extend_from_slice(&[HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]]);
+        push_hex(b, out);
     }
 }
 
