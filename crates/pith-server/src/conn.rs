@@ -74,7 +74,6 @@ pub async fn serve(server: Arc<Server>, mut stream: TcpStream, entry: Arc<Client
             break;
         }
         // Run every whole request received, in order.
-        let mut close = false;
         let mut requests = Vec::new();
         loop {
             match resp::parse(&input, &limits) {
@@ -87,8 +86,7 @@ pub async fn serve(server: Arc<Server>, mut stream: TcpStream, entry: Arc<Client
                     // Answer what came before, then the error, then close.
                     output.clear();
                     let replies = run(&server, &mut session, requests);
-                    let mut after = replies.into_iter();
-                    encode_all(&session, &mut after, &mut output);
+                    encode_all(&session, replies, &mut output);
                     Reply::err(&e).encode(session.proto(), &mut output);
                     let _ = stream.write_all(&output).await;
                     break 'conn;
@@ -107,20 +105,7 @@ pub async fn serve(server: Arc<Server>, mut stream: TcpStream, entry: Arc<Client
         }
         let replies = run(&server, &mut session, requests);
         output.clear();
-        for (reply, after) in replies {
-            match after {
-                After::CloseSilently => {
-                    close = true;
-                    break;
-                }
-                After::Close => {
-                    reply.encode(session.proto(), &mut output);
-                    close = true;
-                    break;
-                }
-                After::Continue => reply.encode(session.proto(), &mut output),
-            }
-        }
+        let close = encode_all(&session, replies, &mut output);
         if !output.is_empty() {
             server
                 .stats
@@ -163,18 +148,18 @@ fn run(
     }
 }
 
-fn encode_all(
-    session: &Session,
-    replies: &mut impl Iterator<Item = (Reply, After)>,
-    out: &mut Vec<u8>,
-) {
+/// Encodes `replies` up to the first that ends the connection; true when
+/// one does.
+fn encode_all(session: &Session, replies: Vec<(Reply, After)>, out: &mut Vec<u8>) -> bool {
     for (reply, after) in replies {
-        if after == After::CloseSilently {
-            return;
-        }
-        reply.encode(session.proto(), out);
-        if after == After::Close {
-            return;
+        match after {
+            After::Continue => reply.encode(session.proto(), out),
+            After::Close => {
+                reply.encode(session.proto(), out);
+                return true;
+            }
+            After::CloseSilently => return true,
         }
     }
+    false
 }

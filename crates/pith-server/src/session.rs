@@ -353,18 +353,16 @@ impl Session {
         let Some(queue) = self.multi.take() else {
             return Reply::err("EXEC without MULTI");
         };
-        let failed = std::mem::take(&mut self.multi_failed);
-        let watched_changed = self.watching && self.watch_flag.load(Ordering::Acquire);
-        if failed {
+        if std::mem::take(&mut self.multi_failed) {
             self.unwatch();
             return Reply::Error(
                 "EXECABORT Transaction discarded because of previous errors.".into(),
             );
         }
         let mut txn = server.store.writer();
-        // Checked again under the write lock: no write can land between
-        // this check and the commit.
-        if watched_changed || (self.watching && self.watch_flag.load(Ordering::Acquire)) {
+        // Checked under the write lock: no write can land between this
+        // check and the commit (a flag is only ever set, under that lock).
+        if self.watching && self.watch_flag.load(Ordering::Acquire) {
             drop(txn);
             self.unwatch();
             return Reply::NilArray;
