@@ -187,7 +187,7 @@ fn flush(inner: &Inner, mem: &Arc<Memtable>) -> Result<()> {
     }
     let bottommost = inner.current().segments.is_empty();
     let snapshots = inner.snapshot_list();
-    let source = MemSource::new(mem, &snapshots, bottommost);
+    let source = MemSource::new(mem, &snapshots, bottommost, inner.now());
     let coding = training::coding_for(inner, &source)?;
     // Without a model, a small memtable gets a proportionally small
     // training sample: dictionary training needs several times its sample
@@ -213,7 +213,7 @@ fn merge(inner: &Inner, window: Range<usize>) -> Result<()> {
     let inputs: Vec<Arc<Segment>> = st.segments[window.clone()].to_vec();
     let bottommost = window.start == 0;
     let replaces = inputs.iter().map(|s| s.number).collect();
-    let source = MergeSource::new(inputs, inner.snapshot_list(), bottommost);
+    let source = MergeSource::new(inputs, inner.snapshot_list(), bottommost, inner.now());
     let model = st.model.clone();
     drop(st);
     let output = inner.build_segment(&source, &inner.options.merge_zip, model.as_ref())?;

@@ -4,19 +4,28 @@
 //! write-ahead log stores (see `docs/format.md`, "WAL"):
 //!
 //! ```text
-//! seq u64 | count u32 | count x ( kind u8 | key_len varint | key | [value_len varint | value] )
+//! seq u64 | count u32 | count x op
+//! op: 0 | key_len varint | key                                          a delete
+//!     1 | key_len varint | key | value_len varint | value                 a put
+//!     2 | key_len varint | key | deadline u64 | value_len varint | value  a put that expires
 //! ```
 //!
-//! `kind` is 1 for a put (followed by the value) and 0 for a delete. The
+//! The first byte of an operation says what it is: 1 is a put, 2 a put
+//! with a deadline (milliseconds since the Unix epoch, little-endian; see
+//! `clock.rs`), 0 a delete. Logs written before expiry existed hold no 2,
+//! so they read unchanged. The
 //! batch's operations get sequence numbers `seq, seq + 1, ...` in order, so
 //! a later operation on the same key wins. Parsing never panics: malformed
 //! bytes give `None` from [`parse`].
 
 use pith_enc::{le, varint};
 
-use crate::dbformat::Kind;
+use crate::dbformat::{Kind, NO_DEADLINE};
 
 pub(crate) const HEADER: usize = 12;
+
+/// The first byte of a put with a deadline in the log.
+const PUT_EXPIRING: u8 = 2;
 
 /// A group of writes applied atomically by [`crate::DB::write`].
 #[derive(Clone, Debug)]
@@ -46,6 +55,33 @@ impl WriteBatch {
         self.rep.push(Kind::Put as u8);
         varint::put(&mut self.rep, key.len() as u64);
         self.rep.extend_from_slice(key);
+        varint::put(&mut self.rep, value.len() as u64);
+        self.rep.extend_from_slice(value);
+        self.bump();
+        self
+    }
+
+    /// Adds a put of `value` under `key` that expires at `deadline_ms`
+    /// (milliseconds since the Unix epoch): from that millisecond on, by
+    /// the database's clock ([`crate::Options::clock`]), every read sees
+    /// the key as absent, and flushes and merges drop the value. A later
+    /// write of the key replaces the deadline with its own (or with none).
+    pub fn put_expiring(
+        &mut self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        deadline_ms: u64,
+    ) -> &mut Self {
+        let (key, value) = (key.as_ref(), value.as_ref());
+        // u64::MAX is the engine's "no deadline"; a deadline that far away
+        // means the same.
+        if deadline_ms == NO_DEADLINE {
+            return self.put(key, value);
+        }
+        self.rep.push(PUT_EXPIRING);
+        varint::put(&mut self.rep, key.len() as u64);
+        self.rep.extend_from_slice(key);
+        self.rep.extend_from_slice(&deadline_ms.to_le_bytes());
         varint::put(&mut self.rep, value.len() as u64);
         self.rep.extend_from_slice(value);
         self.bump();
@@ -109,6 +145,8 @@ pub(crate) struct Op<'a> {
     pub kind: Kind,
     pub key: &'a [u8],
     pub value: &'a [u8],
+    /// When a put expires ([`NO_DEADLINE`] for never and for deletes).
+    pub deadline: u64,
 }
 
 /// Iterator over a batch's operations; yields `None` early on bad bytes,
@@ -126,15 +164,26 @@ impl<'a> Iterator for Ops<'a> {
             return None;
         }
         let (&k, rest) = self.rest.split_first()?;
-        let kind = Kind::from_u8(k)?;
         let (key, rest) = take_prefixed(rest)?;
+        let (kind, deadline, rest) = match k {
+            PUT_EXPIRING => {
+                let deadline = le::u64_at(rest, 0).filter(|&d| d != NO_DEADLINE)?;
+                (Kind::Put, deadline, &rest[8..])
+            }
+            k => (Kind::from_u8(k)?, NO_DEADLINE, rest),
+        };
         let (value, rest) = match kind {
             Kind::Put => take_prefixed(rest)?,
             Kind::Delete => (&[][..], rest),
         };
         self.rest = rest;
         self.left -= 1;
-        Some(Op { kind, key, value })
+        Some(Op {
+            kind,
+            key,
+            value,
+            deadline,
+        })
     }
 }
 
@@ -188,6 +237,27 @@ mod tests {
         assert_eq!(p.ops[0].value, b"1");
         assert_eq!(p.ops[1].kind, Kind::Delete);
         assert_eq!(p.ops[2].value.len(), 300);
+    }
+
+    #[test]
+    fn a_put_keeps_its_deadline_and_no_deadline_costs_nothing() {
+        let mut b = WriteBatch::new();
+        b.put_expiring("k", "v", 1_700_000_000_000)
+            .put("k", "v")
+            .put_expiring("k", "v", NO_DEADLINE);
+        let bytes = b.encode_with_seq(1).to_vec();
+        // kind, key length, key, deadline, value length, value
+        assert_eq!(bytes[HEADER], 2);
+        assert_eq!(
+            &bytes[HEADER + 3..HEADER + 11],
+            &1_700_000_000_000u64.to_le_bytes()
+        );
+        let p = parse(&bytes).expect("parses");
+        let deadlines: Vec<u64> = p.ops.iter().map(|o| o.deadline).collect();
+        assert_eq!(deadlines, vec![1_700_000_000_000, NO_DEADLINE, NO_DEADLINE]);
+        assert!(p.ops.iter().all(|o| o.kind == Kind::Put && o.value == b"v"));
+        // A deadline costs its 8 bytes; a put without one is unchanged.
+        assert_eq!(bytes.len(), HEADER + (1 + 2 + 8 + 2) + 2 * (1 + 2 + 2));
     }
 
     #[test]

@@ -12,7 +12,7 @@
 use std::sync::atomic::Ordering;
 
 use crate::core::{Edit, Inner};
-use crate::dbformat::{tag, Kind};
+use crate::dbformat::{tag, Kind, NO_DEADLINE};
 use crate::error::{Error, Result};
 use crate::segment::writer::{Group, GroupSource, ValueRef};
 use crate::training::{self, Coding};
@@ -33,6 +33,7 @@ impl GroupSource for BulkSource {
                     ValueRef {
                         src: 0,
                         index: i as u64,
+                        deadline: NO_DEADLINE,
                     },
                 )],
             })

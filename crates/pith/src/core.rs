@@ -161,6 +161,12 @@ pub(crate) fn entry_of(s: &Segment) -> SegmentEntry {
 }
 
 impl Inner {
+    /// The time by the database's clock, in milliseconds since the Unix
+    /// epoch: what deadlines are judged against.
+    pub(crate) fn now(&self) -> u64 {
+        self.options.clock.now_ms()
+    }
+
     pub(crate) fn current(&self) -> Arc<State> {
         self.state.read().unwrap_or_else(|p| p.into_inner()).clone()
     }

@@ -16,7 +16,7 @@ use crate::background::{self, Role};
 use crate::batch::WriteBatch;
 use crate::bulk::{self, BulkStats};
 use crate::core::{lock, Inner, State};
-use crate::dbformat::{tag_kind, Kind};
+use crate::dbformat::{expired, tag_kind, Kind, NO_DEADLINE};
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 use crate::iter::{DbIterator, MemCursor, Scan, Source, VersionCursor};
@@ -138,24 +138,30 @@ pub struct VerifyReport {
     pub torn_logs: Vec<PathBuf>,
 }
 
-fn get_in(st: &State, key: &[u8], snap: u64) -> Result<Option<Vec<u8>>> {
-    let found = |tag: u64, value: Vec<u8>| (tag_kind(tag) == Kind::Put).then_some(value);
-    if let Some((tag, v)) = st.mem.get(key, snap) {
-        return Ok(found(tag, v));
-    }
-    for m in st.frozen.iter().rev() {
-        if let Some((tag, v)) = m.get(key, snap) {
-            return Ok(found(tag, v));
+/// The value of `key` at `snap` and its deadline (`NO_DEADLINE`: none),
+/// unless it is deleted, absent or expired at `now`.
+fn get_in(st: &State, key: &[u8], snap: u64, now: u64) -> Result<Option<(Vec<u8>, u64)>> {
+    let live = |tag: u64, deadline: u64, value: Vec<u8>| {
+        (tag_kind(tag) == Kind::Put && !expired(deadline, now)).then_some((value, deadline))
+    };
+    for m in std::iter::once(&st.mem).chain(st.frozen.iter().rev()) {
+        if let Some(v) = m.get(key, snap, now) {
+            return Ok(live(v.tag, v.deadline, v.value));
         }
     }
     let hash = crate::segment::key_hash(key);
     let mut out = Vec::new();
     for s in st.segments.iter().rev() {
-        if let Some(tag) = s.get(key, hash, snap, &mut out)? {
-            return Ok(found(tag, out));
+        if let Some((tag, deadline)) = s.get(key, hash, snap, now, &mut out)? {
+            return Ok(live(tag, deadline, out));
         }
     }
     Ok(None)
+}
+
+/// A deadline as the API shows it.
+fn shown(deadline: u64) -> Option<u64> {
+    (deadline != NO_DEADLINE).then_some(deadline)
 }
 
 /// One source per memtable and segment of `st`, newest first: `mem` makes
@@ -172,21 +178,23 @@ fn sources_in<T: ?Sized>(
         .collect()
 }
 
-fn iter_in(st: &State, snap: u64) -> DbIterator {
-    DbIterator::new(sources_in::<dyn VersionCursor>(
+fn iter_in(st: &State, snap: u64, now: u64) -> DbIterator {
+    let sources = sources_in::<dyn VersionCursor>(
         st,
         |m| Box::new(MemCursor::new(m, snap)),
         |s| Box::new(SegmentCursor::new(s, snap)),
-    ))
+    );
+    DbIterator::new(sources, now)
 }
 
-fn search_in(st: &State, snap: u64, pattern: &str) -> Result<Search> {
+fn search_in(st: &State, snap: u64, now: u64, pattern: &str) -> Result<Search> {
     let re = search::compile(pattern)?;
-    Ok(Search::new(sources_in::<dyn Source>(
+    let sources = sources_in::<dyn Source>(
         st,
         |m| Box::new(MemMatches::new(MemCursor::new(m, snap), re.clone())),
         |s| Box::new(SegmentMatches::new(s, re.clone(), snap)),
-    )))
+    );
+    Ok(Search::new(sources, now))
 }
 
 /// A scan of `it`'s keys in `[from, to)`; `None` leaves a side open.
@@ -254,16 +262,36 @@ impl DB {
         self.inner.read_only
     }
 
-    /// The value of `key`, or `None`.
+    /// The value of `key`, or `None` (absent, deleted or expired).
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
-        let (st, snap) = self.inner.view();
-        get_in(&st, key.as_ref(), snap)
+        Ok(self.get_with_deadline(key)?.map(|(value, _)| value))
     }
 
-    /// The value of `key` as of `snapshot`.
+    /// The value of `key` as of `snapshot` (expiry judged now: a key
+    /// expired since the snapshot was taken reads as absent).
     pub fn get_at(&self, snapshot: &Snapshot, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
         let st = self.inner.current();
-        get_in(&st, key.as_ref(), snapshot.seq)
+        let found = get_in(&st, key.as_ref(), snapshot.seq, self.inner.now())?;
+        Ok(found.map(|(value, _)| value))
+    }
+
+    /// The time by the database's clock ([`Options::clock`]), in
+    /// milliseconds since the Unix epoch: what deadlines are judged
+    /// against, for callers turning a time to live into a deadline.
+    pub fn now_ms(&self) -> u64 {
+        self.inner.now()
+    }
+
+    /// The value of `key` and when it expires (milliseconds since the Unix
+    /// epoch; `None`: never), or `None` when it is absent, deleted or
+    /// expired. See [`WriteBatch::put_expiring`].
+    pub fn get_with_deadline(
+        &self,
+        key: impl AsRef<[u8]>,
+    ) -> Result<Option<(Vec<u8>, Option<u64>)>> {
+        let (st, snap) = self.inner.view();
+        let found = get_in(&st, key.as_ref(), snap, self.inner.now())?;
+        Ok(found.map(|(value, deadline)| (value, shown(deadline))))
     }
 
     /// Takes a snapshot of the current state.
@@ -281,13 +309,13 @@ impl DB {
     /// seek first).
     pub fn iter(&self) -> DbIterator {
         let (st, snap) = self.inner.view();
-        iter_in(&st, snap)
+        iter_in(&st, snap, self.inner.now())
     }
 
     /// A two-way iterator over `snapshot`.
     pub fn iter_at(&self, snapshot: &Snapshot) -> DbIterator {
         let st = self.inner.current();
-        iter_in(&st, snapshot.seq)
+        iter_in(&st, snapshot.seq, self.inner.now())
     }
 
     /// `(key, value)` pairs with keys in `[from, to)`, in key order;
@@ -352,13 +380,13 @@ impl DB {
     /// ```
     pub fn search(&self, pattern: &str) -> Result<Search> {
         let (st, snap) = self.inner.view();
-        search_in(&st, snap, pattern)
+        search_in(&st, snap, self.inner.now(), pattern)
     }
 
     /// [`DB::search`] as of `snapshot`.
     pub fn search_at(&self, snapshot: &Snapshot, pattern: &str) -> Result<Search> {
         let st = self.inner.current();
-        search_in(&st, snapshot.seq, pattern)
+        search_in(&st, snapshot.seq, self.inner.now(), pattern)
     }
 
     /// Puts `key -> value`, with the default [`WriteOptions`] (not
@@ -377,6 +405,32 @@ impl DB {
         let mut b = WriteBatch::new();
         b.put(key, value);
         self.write(options, b)
+    }
+
+    /// Puts `key -> value` expiring at `deadline_ms` (milliseconds since
+    /// the Unix epoch, by [`Options::clock`]), with the default
+    /// [`WriteOptions`]; see [`WriteBatch::put_expiring`].
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// let clock = pith::ManualClock::new(1_000);
+    /// let options = pith::Options { clock: std::sync::Arc::new(clock.clone()), ..Default::default() };
+    /// let db = pith::DB::open(dir.path(), options)?;
+    /// db.put_expiring("session", "alice", 1_500)?;
+    /// assert_eq!(db.get_with_deadline("session")?, Some((b"alice".to_vec(), Some(1_500))));
+    /// clock.advance(500);
+    /// assert_eq!(db.get("session")?, None);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn put_expiring(
+        &self,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        deadline_ms: u64,
+    ) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put_expiring(key, value, deadline_ms);
+        self.write(WriteOptions::default(), b)
     }
 
     /// Deletes `key` (a no-op if absent), with the default

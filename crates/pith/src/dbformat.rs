@@ -8,6 +8,20 @@
 //! sequence numbers. Sequence numbers stay below [`MAX_SEQ`] (2^56) so the
 //! shift cannot overflow; logs and segments holding larger ones are
 //! corrupt.
+//!
+//! A put may carry a *deadline* (milliseconds since the Unix epoch, see
+//! `clock.rs`); [`NO_DEADLINE`] stands for none, so "has it expired" is one
+//! comparison for every version.
+
+/// The deadline of a version that never expires.
+pub(crate) const NO_DEADLINE: u64 = u64::MAX;
+
+/// True when a version with `deadline` is gone at `now` (both in
+/// milliseconds since the Unix epoch): the deadline is the first
+/// millisecond at which the key reads as absent.
+pub(crate) fn expired(deadline: u64, now: u64) -> bool {
+    deadline <= now
+}
 
 /// Sequence numbers stay below this.
 pub(crate) const MAX_SEQ: u64 = 1 << 56;

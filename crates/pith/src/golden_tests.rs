@@ -8,23 +8,37 @@ fn golden(name: &str) -> Vec<u8> {
     pith_enc::golden::block(include_str!("../../../docs/format.md"), name)
 }
 
-#[test]
-fn wal_matches_docs() {
-    // Through the real writer, on the in-memory file system.
+/// A log holding `batch` at sequence 1, through the real writer on the
+/// in-memory file system.
+fn wal_of(mut batch: WriteBatch) -> Vec<u8> {
     use crate::env::{Fs, MemFs};
     let fs = MemFs::new();
     let dir = std::path::Path::new("/golden");
     fs.create_dir_all(dir).expect("mkdir");
     let path = dir.join("000001.wal");
     let mut w = crate::wal::WalWriter::create(&fs, &path).expect("create");
+    w.add(batch.encode_with_seq(1)).expect("add");
+    w.commit(true).expect("commit");
+    fs.read(&path).expect("read")
+}
+
+#[test]
+fn wal_matches_docs() {
     let mut b = WriteBatch::new();
     b.put("a", "1");
-    w.add(b.encode_with_seq(1)).expect("add");
-    w.commit(true).expect("commit");
-    let bytes = fs.read(&path).expect("read");
+    let bytes = wal_of(b);
     assert_eq!(
         bytes,
         golden("golden-wal-v1"),
+        "docs drifted; encoder writes:\n{}",
+        pith_enc::golden::hex(&bytes)
+    );
+    let mut b = WriteBatch::new();
+    b.put_expiring("a", "1", 1_767_225_600_000);
+    let bytes = wal_of(b);
+    assert_eq!(
+        bytes,
+        golden("golden-wal-v1-expiring"),
         "docs drifted; encoder writes:\n{}",
         pith_enc::golden::hex(&bytes)
     );
@@ -88,21 +102,30 @@ fn version_1_manifest_in_docs_still_decodes() {
 }
 
 /// Two keys, one with an older version kept, one deleted; a plain record
-/// store (its bytes are documented in the record-store section).
-struct TwoKeys;
+/// store (its bytes are documented in the record-store section). The
+/// newest version of the first key expires at the deadline when given.
+struct TwoKeys(Option<u64>);
 
 impl crate::segment::writer::GroupSource for TwoKeys {
     fn groups(
         &self,
     ) -> Box<dyn Iterator<Item = crate::Result<crate::segment::writer::Group>> + '_> {
-        use crate::dbformat::{tag, Kind};
+        use crate::dbformat::{tag, Kind, NO_DEADLINE};
         use crate::segment::writer::{Group, ValueRef};
-        let v = |index| ValueRef { src: 0, index };
+        let v = |index| ValueRef {
+            src: 0,
+            index,
+            deadline: NO_DEADLINE,
+        };
+        let newest = ValueRef {
+            deadline: self.0.unwrap_or(NO_DEADLINE),
+            ..v(0)
+        };
         Box::new(
             [
                 Group {
                     key: b"apple".to_vec(),
-                    versions: vec![(tag(3, Kind::Put), v(0)), (tag(1, Kind::Put), v(1))],
+                    versions: vec![(tag(3, Kind::Put), newest), (tag(1, Kind::Put), v(1))],
                 },
                 Group {
                     key: b"banana".to_vec(),
@@ -121,8 +144,9 @@ impl crate::segment::writer::GroupSource for TwoKeys {
     }
 }
 
-#[test]
-fn segment_matches_docs() {
+/// The segment the writer makes of `TwoKeys(deadline)`, checked against
+/// the docs' block `name`; it opens and verifies.
+fn check_segment(deadline: Option<u64>, name: &str) -> crate::segment::Segment {
     // Through the real writer, on the in-memory file system.
     use crate::env::{Fs, MemFs};
     let fs = MemFs::new();
@@ -138,12 +162,13 @@ fn segment_matches_docs() {
         threads: 1,
     };
     let written =
-        crate::segment::writer::write_segment(&fs, dir, 1, &TwoKeys, coding, 10).expect("write");
+        crate::segment::writer::write_segment(&fs, dir, 1, &TwoKeys(deadline), coding, 10)
+            .expect("write");
     assert!(written.is_some());
     let bytes = fs.read(&dir.join("000001.seg")).expect("read");
     assert_eq!(
         bytes,
-        golden("golden-segment-v1"),
+        golden(name),
         "docs drifted; the writer writes:\n{}",
         pith_enc::golden::hex(&bytes)
     );
@@ -157,4 +182,19 @@ fn segment_matches_docs() {
     .expect("the documented bytes open");
     seg.verify().expect("verify");
     assert_eq!((seg.keys(), seg.records()), (2, 3));
+    seg
+}
+
+#[test]
+fn segment_matches_docs() {
+    let seg = check_segment(None, "golden-segment-v1");
+    assert_eq!(seg.deadline(0), crate::dbformat::NO_DEADLINE);
+}
+
+#[test]
+fn segment_with_a_deadline_matches_docs() {
+    let seg = check_segment(Some(1_767_225_600_000), "golden-segment-v2");
+    assert_eq!(seg.deadline(0), 1_767_225_600_000);
+    assert_eq!(seg.deadline(1), crate::dbformat::NO_DEADLINE);
+    assert_eq!(seg.deadline(2), crate::dbformat::NO_DEADLINE);
 }

@@ -1,6 +1,7 @@
 //! Iterators: a merge of per-source cursors (memtables and segments) that
 //! shows, for each key, the newest version visible at one snapshot, and
-//! hides deleted keys.
+//! hides deleted keys, and keys past their deadline at the time the
+//! iterator was made (`clock.rs`).
 //!
 //! Each source cursor already resolves versions within its source and
 //! skips keys it has no visible version of; the merge picks, among sources
@@ -22,8 +23,7 @@ use std::cell::{Cell, OnceCell};
 use std::ops::Bound;
 use std::sync::Arc;
 
-use crate::dbformat::tag_kind;
-use crate::dbformat::Kind;
+use crate::dbformat::{expired, tag_kind, Kind, NO_DEADLINE};
 use crate::error::{Error, Result};
 use crate::memtable::{Found, Memtable};
 
@@ -37,6 +37,9 @@ pub(crate) trait Source: Send {
     fn key(&self) -> Option<&[u8]>;
     /// Tag of the current key's visible version.
     fn tag(&self) -> u64;
+    /// Deadline of the current key's visible version (`NO_DEADLINE`:
+    /// none).
+    fn deadline(&self) -> u64;
     /// Value of the current key's visible version.
     fn value(&self, out: &mut Vec<u8>) -> Result<()>;
 }
@@ -111,6 +114,10 @@ impl Source for MemCursor {
         self.cur.as_ref().map_or(0, |c| c.tag)
     }
 
+    fn deadline(&self) -> u64 {
+        self.cur.as_ref().map_or(NO_DEADLINE, |c| c.deadline)
+    }
+
     fn value(&self, out: &mut Vec<u8>) -> Result<()> {
         out.clear();
         if let Some(c) = &self.cur {
@@ -157,12 +164,14 @@ fn step_all_at<S: Source + ?Sized>(sources: &mut [Box<S>], key: &[u8], step: imp
 }
 
 /// Lands a merge of `sources` on the nearest key in `dir` whose newest
-/// visible version is a put, stepping past deleted keys with `step` (one
-/// key in `dir`): copies the key into `key` and returns the source holding
-/// that version, or `None` when no such key is left.
+/// visible version is a put not expired at `now`, stepping past deleted
+/// and expired keys with `step` (one key in `dir`): copies the key into
+/// `key` and returns the source holding that version, or `None` when no
+/// such key is left.
 pub(crate) fn land<S: Source + ?Sized>(
     sources: &mut [Box<S>],
     dir: Direction,
+    now: u64,
     key: &mut Vec<u8>,
     step: impl Fn(&mut S),
 ) -> Option<usize> {
@@ -170,7 +179,7 @@ pub(crate) fn land<S: Source + ?Sized>(
         let b = nearest(sources, dir)?;
         key.clear();
         key.extend_from_slice(sources[b].key().unwrap_or_default());
-        if tag_kind(sources[b].tag()) == Kind::Put {
+        if tag_kind(sources[b].tag()) == Kind::Put && !expired(sources[b].deadline(), now) {
             return Some(b);
         }
         step_all_at(sources, key, &step);
@@ -203,11 +212,15 @@ pub struct DbIterator {
     /// A buffer to decode into, kept from the previous position.
     spare: Cell<Vec<u8>>,
     error: Option<Error>,
+    /// The time expiry is judged at: when the iterator was made.
+    now: u64,
 }
 
 impl DbIterator {
-    pub(crate) fn new(sources: Vec<Box<dyn VersionCursor>>) -> Self {
+    /// A merge of `sources` that hides the keys expired at `now`.
+    pub(crate) fn new(sources: Vec<Box<dyn VersionCursor>>, now: u64) -> Self {
         DbIterator {
+            now,
             sources,
             dir: Direction::Forward,
             valid: false,
@@ -221,7 +234,7 @@ impl DbIterator {
 
     /// An unpositioned iterator over the same sources at the same snapshot.
     pub(crate) fn unpositioned(&self) -> DbIterator {
-        DbIterator::new(self.sources.iter().map(|s| s.fresh()).collect())
+        DbIterator::new(self.sources.iter().map(|s| s.fresh()).collect(), self.now)
     }
 
     /// True when positioned on a key.
@@ -232,6 +245,15 @@ impl DbIterator {
     /// The current key (`None` when not valid).
     pub fn key(&self) -> Option<&[u8]> {
         self.valid.then_some(self.key.as_slice())
+    }
+
+    /// When the current key expires, in milliseconds since the Unix epoch
+    /// (`None` when it never does, or when not valid). The iterator judges
+    /// expiry at the time it was made: a key that expires while it lives
+    /// stays visible to it.
+    pub fn deadline(&self) -> Option<u64> {
+        let d = self.sources.get(self.current)?.deadline();
+        (self.valid && d != NO_DEADLINE).then_some(d)
     }
 
     /// The current value (`None` when not valid, or when it cannot be
@@ -367,7 +389,8 @@ impl DbIterator {
             return;
         }
         self.reset_value();
-        if let Some(b) = land(&mut self.sources, dir, &mut self.key, cursor_step(dir)) {
+        let now = self.now;
+        if let Some(b) = land(&mut self.sources, dir, now, &mut self.key, cursor_step(dir)) {
             self.current = b;
             self.valid = true;
         }

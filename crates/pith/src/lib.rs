@@ -75,10 +75,11 @@
 // Layers, bottom to top: each module imports only modules before it on
 // this line, so none imports one that imports it back (the `layering`
 // test reads the line and checks every module's imports against it).
-// layers: dbformat filename env error batch wal manifest memtable iter search model_file segment merge options core training write bulk background recovery db fuzz
+// layers: dbformat clock filename env error batch wal manifest memtable iter search model_file segment merge options core training write bulk background recovery db fuzz
 mod background;
 mod batch;
 mod bulk;
+mod clock;
 mod core;
 mod db;
 mod dbformat;
@@ -108,6 +109,7 @@ mod golden_tests;
 
 pub use batch::WriteBatch;
 pub use bulk::BulkStats;
+pub use clock::{Clock, ManualClock, SystemClock};
 pub use db::{ModelInfo, Snapshot, Stats, VerifyReport, DB};
 pub use error::{Error, Result};
 pub use iter::{DbIterator, Scan, ScanKeys};

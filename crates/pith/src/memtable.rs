@@ -1,7 +1,8 @@
 //! The memtable: recent writes, in memory, ordered for reading.
 //!
 //! A lock-free skip list (`crossbeam-skiplist`) of *versions*: (user key,
-//! tag) -> value, where the tag is `seq << 8 | kind`. Versions of one key
+//! tag) -> (deadline, value), where the tag is `seq << 8 | kind` and the
+//! deadline is `NO_DEADLINE` unless the put expires. Versions of one key
 //! sort newest first. Entries are only ever added, never changed, so
 //! readers need no lock and see a consistent state by ignoring versions
 //! newer than their snapshot sequence number; the engine publishes a
@@ -16,11 +17,11 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 
 use crossbeam_skiplist::SkipMap;
 
-use crate::dbformat::{max_tag, tag, Kind};
+use crate::dbformat::{expired, max_tag, tag, tag_kind, Kind};
 
 /// Per-version bookkeeping added to the byte estimate (skip-list node,
-/// allocation headers).
-const OVERHEAD: usize = 64;
+/// allocation headers, the deadline).
+const OVERHEAD: usize = 72;
 
 /// A version's key in the skip list: user key ascending, tag descending.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,20 +44,40 @@ impl PartialOrd for VersionKey {
     }
 }
 
-/// One version in the memtable, borrowed (a reference-counted node).
-pub(crate) type MemEntry<'a> = crossbeam_skiplist::map::Entry<'a, VersionKey, Vec<u8>>;
+/// What a version holds besides its key and tag.
+#[derive(Debug)]
+pub(crate) struct MemValue {
+    /// When the put expires (`NO_DEADLINE`: never, and for deletes).
+    pub deadline: u64,
+    /// The value (empty for a delete).
+    pub bytes: Vec<u8>,
+}
 
-/// A version found by a read: key, tag, value (empty for a delete).
+/// One version in the memtable, borrowed (a reference-counted node).
+pub(crate) type MemEntry<'a> = crossbeam_skiplist::map::Entry<'a, VersionKey, MemValue>;
+
+/// A version found by a read: key, tag, deadline, value (empty for a
+/// delete).
 #[derive(Clone, Debug)]
 pub(crate) struct Found {
     pub key: Vec<u8>,
     pub tag: u64,
+    pub deadline: u64,
+    pub value: Vec<u8>,
+}
+
+/// A version found by a point read: its tag and deadline, and its value
+/// when it is a put that has not expired (empty otherwise).
+#[derive(Debug)]
+pub(crate) struct Version {
+    pub tag: u64,
+    pub deadline: u64,
     pub value: Vec<u8>,
 }
 
 /// One memtable and the logs that make it durable.
 pub(crate) struct Memtable {
-    map: SkipMap<VersionKey, Vec<u8>>,
+    map: SkipMap<VersionKey, MemValue>,
     bytes: AtomicUsize,
     max_seq: AtomicU64,
     /// File numbers of the write-ahead logs holding these writes,
@@ -86,8 +107,9 @@ impl Memtable {
         self.logs.first().copied().unwrap_or(u64::MAX)
     }
 
-    /// Adds a version. Called by one writer at a time.
-    pub(crate) fn insert(&self, key: &[u8], seq: u64, kind: Kind, value: &[u8]) {
+    /// Adds a version expiring at `deadline` (`NO_DEADLINE` for never).
+    /// Called by one writer at a time.
+    pub(crate) fn insert(&self, key: &[u8], seq: u64, kind: Kind, value: &[u8], deadline: u64) {
         self.bytes
             .fetch_add(key.len() + value.len() + OVERHEAD, AtomicOrdering::Relaxed);
         self.max_seq.fetch_max(seq, AtomicOrdering::Relaxed);
@@ -96,7 +118,10 @@ impl Memtable {
                 key: key.to_vec(),
                 tag: tag(seq, kind),
             },
-            value.to_vec(),
+            MemValue {
+                deadline,
+                bytes: value.to_vec(),
+            },
         );
     }
 
@@ -119,8 +144,9 @@ impl Memtable {
         self.max_seq.load(AtomicOrdering::Relaxed)
     }
 
-    /// The newest version of `key` visible at `snap`.
-    pub(crate) fn get(&self, key: &[u8], snap: u64) -> Option<(u64, Vec<u8>)> {
+    /// The newest version of `key` visible at `snap`; its value is copied
+    /// only when it is a put not expired at `now`.
+    pub(crate) fn get(&self, key: &[u8], snap: u64, now: u64) -> Option<Version> {
         if self.map.is_empty() {
             return None;
         }
@@ -129,7 +155,16 @@ impl Memtable {
             tag: max_tag(snap),
         };
         let e = self.map.range(probe..).next()?;
-        (e.key().key == key).then(|| (e.key().tag, e.value().clone()))
+        if e.key().key != key {
+            return None;
+        }
+        let (tag, v) = (e.key().tag, e.value());
+        let live = tag_kind(tag) == Kind::Put && !expired(v.deadline, now);
+        Some(Version {
+            tag,
+            deadline: v.deadline,
+            value: if live { v.bytes.clone() } else { Vec::new() },
+        })
     }
 
     /// The newest version of `key` visible at `snap`, as a [`Found`].
@@ -142,7 +177,8 @@ impl Memtable {
         (e.key().key == probe.key).then(|| Found {
             key: probe.key,
             tag: e.key().tag,
-            value: e.value().clone(),
+            deadline: e.value().deadline,
+            value: e.value().bytes.clone(),
         })
     }
 
@@ -201,19 +237,22 @@ impl Memtable {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dbformat::{tag_kind, tag_seq};
+    use crate::dbformat::{tag_seq, NO_DEADLINE};
 
     #[test]
     fn versions_and_snapshots() {
         let m = Memtable::new(1);
-        m.insert(b"a", 1, Kind::Put, b"a1");
-        m.insert(b"a", 3, Kind::Put, b"a3");
-        m.insert(b"b", 2, Kind::Delete, b"");
-        m.insert(b"c", 5, Kind::Put, b"c5");
-        assert_eq!(m.get(b"a", 10).map(|v| v.1), Some(b"a3".to_vec()));
-        assert_eq!(m.get(b"a", 2).map(|v| v.1), Some(b"a1".to_vec()));
-        assert!(m.get(b"a", 0).is_none());
-        assert_eq!(m.get(b"b", 9).map(|v| tag_kind(v.0)), Some(Kind::Delete));
+        m.insert(b"a", 1, Kind::Put, b"a1", NO_DEADLINE);
+        m.insert(b"a", 3, Kind::Put, b"a3", NO_DEADLINE);
+        m.insert(b"b", 2, Kind::Delete, b"", NO_DEADLINE);
+        m.insert(b"c", 5, Kind::Put, b"c5", NO_DEADLINE);
+        assert_eq!(m.get(b"a", 10, 0).map(|v| v.value), Some(b"a3".to_vec()));
+        assert_eq!(m.get(b"a", 2, 0).map(|v| v.value), Some(b"a1".to_vec()));
+        assert!(m.get(b"a", 0, 0).is_none());
+        assert_eq!(
+            m.get(b"b", 9, 0).map(|v| tag_kind(v.tag)),
+            Some(Kind::Delete)
+        );
         let f = m.next_visible(b"a", false, 4).map(|f| f.key);
         assert_eq!(f, Some(b"b".to_vec()));
         // c is invisible at 4, so the last visible key is b.
@@ -229,5 +268,16 @@ mod tests {
         assert_eq!(v.len(), 4);
         assert_eq!((v[0].0.as_slice(), tag_seq(v[0].1)), (&b"a"[..], 3));
         assert_eq!((v[1].0.as_slice(), tag_seq(v[1].1)), (&b"a"[..], 1));
+    }
+
+    #[test]
+    fn an_expired_put_is_found_without_its_value() {
+        let m = Memtable::new(1);
+        m.insert(b"k", 1, Kind::Put, b"value", 100);
+        let live = m.get(b"k", 1, 99).expect("found");
+        assert_eq!((live.deadline, live.value.as_slice()), (100, &b"value"[..]));
+        let gone = m.get(b"k", 1, 100).expect("found");
+        assert_eq!((gone.deadline, gone.value.len()), (100, 0));
+        assert_eq!(m.next_visible(b"", true, 1).map(|f| f.deadline), Some(100));
     }
 }

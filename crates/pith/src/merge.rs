@@ -8,11 +8,17 @@
 //! hold the key), tombstones at the end of a key's surviving list are
 //! dropped too: with nothing below them, "deleted" and "absent" read the
 //! same.
+//!
+//! Before that, [`expire`] turns every put past its deadline at the
+//! build's time into a tombstone at the same sequence number: every read
+//! already sees it as one, and it must still hide the older versions
+//! below it in segments the build does not read. So an expired value is
+//! dropped by the first flush or merge that sees it, and its key by the
+//! first bottommost merge.
 
 use std::sync::Arc;
 
-use crate::dbformat::Kind;
-use crate::dbformat::{tag_kind, tag_seq};
+use crate::dbformat::{expired, tag, tag_kind, tag_seq, Kind, NO_DEADLINE};
 use crate::error::Result;
 use crate::memtable::{MemEntry, Memtable};
 use crate::segment::writer::{Group, GroupSource, ValueRef};
@@ -45,6 +51,17 @@ pub(crate) fn retain<T>(versions: &mut Vec<(u64, T)>, snapshots: &[u64], bottomm
     }
 }
 
+/// Turns the puts of `versions` expired at `now` into tombstones with
+/// the same sequence numbers (and no deadline).
+pub(crate) fn expire(versions: &mut [(u64, ValueRef)], now: u64) {
+    for (t, v) in versions.iter_mut() {
+        if tag_kind(*t) == Kind::Put && expired(v.deadline, now) {
+            *t = tag(tag_seq(*t), Kind::Delete);
+            v.deadline = NO_DEADLINE;
+        }
+    }
+}
+
 /// A frozen memtable as a build input. It holds references to the
 /// memtable's nodes, not copies of the values: a value is copied only when
 /// the builder asks for it.
@@ -54,12 +71,14 @@ pub(crate) struct MemSource<'a> {
 }
 
 impl<'a> MemSource<'a> {
-    pub(crate) fn new(mem: &'a Memtable, snapshots: &[u64], bottommost: bool) -> Self {
+    /// The versions of `mem` that a build at time `now` keeps.
+    pub(crate) fn new(mem: &'a Memtable, snapshots: &[u64], bottommost: bool, now: u64) -> Self {
         let mut entries: Vec<MemEntry<'a>> = Vec::new();
         let mut groups: Vec<Group> = Vec::new();
         let mut pending: Option<Group> = None;
         let finish = |g: Option<Group>, groups: &mut Vec<Group>| {
             if let Some(mut g) = g {
+                expire(&mut g.versions, now);
                 retain(&mut g.versions, snapshots, bottommost);
                 if !g.versions.is_empty() {
                     groups.push(g);
@@ -72,6 +91,7 @@ impl<'a> MemSource<'a> {
                 ValueRef {
                     src: 0,
                     index: entries.len() as u64,
+                    deadline: e.value().deadline,
                 },
             );
             match pending.as_mut() {
@@ -104,7 +124,7 @@ impl GroupSource for MemSource<'_> {
     fn value(&self, v: &ValueRef, out: &mut Vec<u8>) -> Result<()> {
         out.clear();
         if let Some(e) = self.entries.get(v.index as usize) {
-            out.extend_from_slice(e.value());
+            out.extend_from_slice(&e.value().bytes);
         }
         Ok(())
     }
@@ -116,14 +136,22 @@ pub(crate) struct MergeSource {
     segments: Vec<Arc<Segment>>,
     snapshots: Vec<u64>,
     bottommost: bool,
+    /// The build's time, against which deadlines are judged.
+    now: u64,
 }
 
 impl MergeSource {
-    pub(crate) fn new(segments: Vec<Arc<Segment>>, snapshots: Vec<u64>, bottommost: bool) -> Self {
+    pub(crate) fn new(
+        segments: Vec<Arc<Segment>>,
+        snapshots: Vec<u64>,
+        bottommost: bool,
+        now: u64,
+    ) -> Self {
         MergeSource {
             segments,
             snapshots,
             bottommost,
+            now,
         }
     }
 }
@@ -140,12 +168,14 @@ impl GroupSource for MergeSource {
             for (src, slot) in current.iter_mut().enumerate().rev() {
                 if slot.as_ref().is_some_and(|(_, k)| *k == key) {
                     if let Some((id, _)) = slot.take() {
-                        versions.extend(self.segments[src].versions(id).map(|(tag, r)| {
+                        let seg = &self.segments[src];
+                        versions.extend(seg.versions(id).map(|(tag, r)| {
                             (
                                 tag,
                                 ValueRef {
                                     src: src as u32,
                                     index: r,
+                                    deadline: seg.deadline(r),
                                 },
                             )
                         }));
@@ -154,6 +184,7 @@ impl GroupSource for MergeSource {
                 }
             }
             versions.sort_by_key(|v| std::cmp::Reverse(v.0));
+            expire(&mut versions, self.now);
             retain(&mut versions, &self.snapshots, self.bottommost);
             if !versions.is_empty() {
                 return Some(Ok(Group { key, versions }));
@@ -162,12 +193,7 @@ impl GroupSource for MergeSource {
     }
 
     fn value(&self, v: &ValueRef, out: &mut Vec<u8>) -> Result<()> {
-        let seg = &self.segments[v.src as usize];
-        if tag_kind(seg.tag(v.index)) == Kind::Delete {
-            out.clear();
-            return Ok(());
-        }
-        seg.value(v.index, out)
+        self.segments[v.src as usize].value(v.index, out)
     }
 
     fn encoded(
@@ -182,7 +208,6 @@ impl GroupSource for MergeSource {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dbformat::tag;
 
     fn seqs(v: &[(u64, ())]) -> Vec<u64> {
         v.iter().map(|x| tag_seq(x.0)).collect()
@@ -216,5 +241,38 @@ mod tests {
         let mut v = mk(&[(9, Kind::Put), (6, Kind::Delete), (4, Kind::Put)]);
         retain(&mut v, &[7], true);
         assert_eq!(seqs(&v), vec![9]);
+    }
+
+    #[test]
+    fn expired_puts_become_tombstones_that_still_hide_older_versions() {
+        let at = |deadline| ValueRef {
+            src: 0,
+            index: 0,
+            deadline,
+        };
+        let mut v = vec![
+            (tag(9, Kind::Put), at(100)),
+            (tag(6, Kind::Put), at(NO_DEADLINE)),
+            (tag(4, Kind::Put), at(50)),
+        ];
+        expire(&mut v, 100);
+        let kinds: Vec<Kind> = v.iter().map(|x| tag_kind(x.0)).collect();
+        assert_eq!(kinds, vec![Kind::Delete, Kind::Put, Kind::Delete]);
+        assert!(v
+            .iter()
+            .all(|x| tag_kind(x.0) == Kind::Put || x.1.deadline == NO_DEADLINE));
+        // Not bottommost: the tombstone stays, so nothing older shows.
+        let mut kept = v.clone();
+        retain(&mut kept, &[], false);
+        assert_eq!(kept.len(), 1);
+        assert_eq!(tag_kind(kept[0].0), Kind::Delete);
+        // Bottommost: the key goes; a snapshot at 7 still sees version 6.
+        let mut kept = v.clone();
+        retain(&mut kept, &[], true);
+        assert!(kept.is_empty());
+        let mut kept = v;
+        retain(&mut kept, &[7], true);
+        let seqs: Vec<u64> = kept.iter().map(|x| tag_seq(x.0)).collect();
+        assert_eq!(seqs, vec![9, 6]);
     }
 }

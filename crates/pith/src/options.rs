@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use pith_zip::{Codec, CodecChoice, Options as ZipOptions};
 
+use crate::clock::Clock;
 use crate::env::Fs;
 
 /// Options for [`crate::DB::open`].
@@ -83,6 +84,10 @@ pub struct Options {
     /// the operating system's ([`crate::env::RealFs`]). Tests pass a
     /// [`crate::env::MemFs`] or a [`crate::env::FaultFs`].
     pub fs: Arc<dyn Fs>,
+    /// The clock deadlines are judged by ([`crate::WriteBatch::put_expiring`]);
+    /// default the system's wall clock ([`crate::SystemClock`]). Tests pass
+    /// a [`crate::ManualClock`].
+    pub clock: Arc<dyn Clock>,
 }
 
 impl Options {
@@ -139,6 +144,7 @@ impl Default for Options {
             bulk_chunk_bytes: 256 << 20,
             build_memory_bytes: None,
             fs: crate::env::default_fs(),
+            clock: Arc::new(crate::clock::SystemClock),
         }
     }
 }

@@ -333,7 +333,7 @@ fn load_view(fs: &Arc<dyn Fs>, dir: &Path, options: &Options, read_only: bool) -
     for (&n, path) in &logs {
         let r = wal::replay(&**fs, path, floor, |seq, op| {
             if seq > m.last_seq {
-                recovered.insert(op.key, seq, op.kind, op.value);
+                recovered.insert(op.key, seq, op.kind, op.value, op.deadline);
             }
         })?;
         floor = floor.max(r.last_seq);

@@ -6,7 +6,8 @@
 //! (`segment::cursor::SegmentMatches`); each memtable, its visible keys
 //! filtered by the pattern (a memtable is in memory and bounded by
 //! `Options::memtable_bytes`). The merge is the iterators' (`iter.rs`):
-//! per key the newest visible version wins, and deleted keys are hidden.
+//! per key the newest visible version wins, and deleted keys are hidden,
+//! and so are keys expired when the search was made.
 //!
 //! A search holds `Arc`s of the memtables and segments it was made on, so
 //! later writes do not change what it returns. Thread safety: `Send`, not
@@ -65,6 +66,10 @@ impl Source for MemMatches {
         self.cursor.tag()
     }
 
+    fn deadline(&self) -> u64 {
+        self.cursor.deadline()
+    }
+
     fn value(&self, out: &mut Vec<u8>) -> Result<()> {
         self.cursor.value(out)
     }
@@ -88,11 +93,15 @@ pub struct Search {
     current: usize,
     started: bool,
     done: bool,
+    /// The time expiry is judged at: when the search was made.
+    now: u64,
 }
 
 impl Search {
-    pub(crate) fn new(sources: Vec<Box<dyn Source>>) -> Self {
+    /// A merge of `sources` that hides the keys expired at `now`.
+    pub(crate) fn new(sources: Vec<Box<dyn Source>>, now: u64) -> Self {
         Search {
+            now,
             sources,
             key: Vec::new(),
             current: 0,
@@ -115,9 +124,14 @@ impl Search {
             step_past(&mut self.sources, &self.key);
         }
         self.started = true;
-        match land(&mut self.sources, Direction::Forward, &mut self.key, |s| {
-            s.next()
-        }) {
+        let now = self.now;
+        match land(
+            &mut self.sources,
+            Direction::Forward,
+            now,
+            &mut self.key,
+            |s| s.next(),
+        ) {
             Some(b) => {
                 self.current = b;
                 Some(self.key.clone())

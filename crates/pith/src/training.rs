@@ -165,7 +165,7 @@ pub(crate) fn train_early(inner: &Inner, mem: &Memtable) -> Result<()> {
         return Ok(());
     }
     let snapshots = inner.snapshot_list();
-    let source = MemSource::new(mem, &snapshots, false);
+    let source = MemSource::new(mem, &snapshots, false, inner.now());
     let zip = inner.options.within_build_budget(&inner.options.merge_zip);
     let (sample, data_bytes) = sample_values(&source, zip.sample_bytes)?;
     if sample.bytes() < MIN_TRAINING_BYTES {

@@ -179,7 +179,7 @@ impl Inner {
         for s in group {
             let b = lock(&s.batch);
             for op in b.ops() {
-                mem.insert(op.key, seq, op.kind, op.value);
+                mem.insert(op.key, seq, op.kind, op.value, op.deadline);
                 seq += 1;
             }
         }

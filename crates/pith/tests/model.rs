@@ -1,21 +1,48 @@
 //! Model-based property test: random sequences of operations against the
-//! engine and a `BTreeMap`, including snapshots, flushes, merges and
-//! close-and-reopen. Set `PITH_PROPTEST_CASES` for a longer run.
+//! engine and a `BTreeMap`, including snapshots, flushes, merges,
+//! close-and-reopen, and puts that expire on a clock the test moves. Set
+//! `PITH_PROPTEST_CASES` for a longer run.
 
 mod common;
 
 use std::collections::BTreeMap;
 
-use pith::{Options, WriteBatch, WriteOptions, DB};
+use std::sync::Arc;
+
+use pith::{Clock, ManualClock, Options, WriteBatch, WriteOptions, DB};
 use proptest::prelude::*;
 
+/// What reads must show: the live keys and values.
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+/// What was written: value and deadline (`NEVER`: none) per key.
+type Stored = BTreeMap<Vec<u8>, (Vec<u8>, u64)>;
+
+const NEVER: u64 = u64::MAX;
+/// The clock's start.
+const T0: u64 = 1_767_225_600_000;
+
+/// The keys of `stored` not expired at `now`.
+fn live(stored: &Stored, now: u64) -> Model {
+    stored
+        .iter()
+        .filter(|(_, (_, deadline))| *deadline > now)
+        .map(|(k, (v, _))| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// A key, and for a put its value and time to live (`None`: a delete).
+type BatchOp = (Vec<u8>, Option<(Vec<u8>, Option<u8>)>);
 
 #[derive(Clone, Debug)]
 enum Op {
     Put(Vec<u8>, Vec<u8>),
+    /// A put expiring this many milliseconds from now.
+    PutExpiring(Vec<u8>, Vec<u8>, u8),
     Delete(Vec<u8>),
-    Batch(Vec<(Vec<u8>, Option<Vec<u8>>)>),
+    /// Puts (with a time to live when given) and deletes.
+    Batch(Vec<BatchOp>),
+    /// Moves the clock this many milliseconds forward.
+    Advance(u8),
     Get(Vec<u8>),
     Scan,
     Seek(Vec<u8>, Vec<bool>),
@@ -41,8 +68,14 @@ fn value() -> impl Strategy<Value = Vec<u8>> {
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         8 => (key(), value()).prop_map(|(k, v)| Op::Put(k, v)),
+        4 => (key(), value(), 0..20u8).prop_map(|(k, v, t)| Op::PutExpiring(k, v, t)),
         3 => key().prop_map(Op::Delete),
-        2 => prop::collection::vec((key(), prop::option::of(value())), 0..6).prop_map(Op::Batch),
+        2 => prop::collection::vec(
+            (key(), prop::option::of((value(), prop::option::of(0..20u8)))),
+            0..6
+        )
+        .prop_map(Op::Batch),
+        3 => (0..12u8).prop_map(Op::Advance),
         4 => key().prop_map(Op::Get),
         1 => Just(Op::Scan),
         2 => (key(), prop::collection::vec(any::<bool>(), 0..8)).prop_map(|(k, s)| Op::Seek(k, s)),
@@ -55,8 +88,9 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn options() -> Options {
+fn options(clock: &ManualClock) -> Options {
     Options {
+        clock: Arc::new(clock.clone()),
         memtable_bytes: 1024,
         merge_trigger: 2,
         stall_segments: 10,
@@ -96,37 +130,58 @@ fn check_seek(db_it: &mut pith::DbIterator, model: &Model, start: &[u8], steps: 
 
 fn run(ops: Vec<Op>) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let mut db = Some(DB::open(dir.path(), options()).expect("open"));
-    let mut model = Model::new();
-    let mut snaps: Vec<(pith::Snapshot, Model)> = Vec::new();
+    let clock = ManualClock::new(T0);
+    let mut db = Some(DB::open(dir.path(), options(&clock)).expect("open"));
+    let mut stored = Stored::new();
+    let mut snaps: Vec<(pith::Snapshot, Stored)> = Vec::new();
     for op in ops {
         let d = db.as_ref().expect("open db");
+        let now = clock.now_ms();
+        let model = live(&stored, now);
         match op {
             Op::Put(k, v) => {
                 d.put(&k, &v).expect("put");
-                model.insert(k, v);
+                stored.insert(k, (v, NEVER));
+            }
+            Op::PutExpiring(k, v, ttl) => {
+                let deadline = now + u64::from(ttl);
+                d.put_expiring(&k, &v, deadline).expect("put");
+                stored.insert(k, (v, deadline));
             }
             Op::Delete(k) => {
                 d.delete(&k).expect("delete");
-                model.remove(&k);
+                stored.remove(&k);
             }
             Op::Batch(ops) => {
                 let mut b = WriteBatch::new();
                 for (k, v) in ops {
                     match v {
-                        Some(v) => {
+                        Some((v, None)) => {
                             b.put(&k, &v);
-                            model.insert(k, v);
+                            stored.insert(k, (v, NEVER));
+                        }
+                        Some((v, Some(ttl))) => {
+                            let deadline = now + u64::from(ttl);
+                            b.put_expiring(&k, &v, deadline);
+                            stored.insert(k, (v, deadline));
                         }
                         None => {
                             b.delete(&k);
-                            model.remove(&k);
+                            stored.remove(&k);
                         }
                     }
                 }
                 d.write(WriteOptions::default(), b).expect("write");
             }
-            Op::Get(k) => assert_eq!(d.get(&k).expect("get"), model.get(&k).cloned(), "get {k:?}"),
+            Op::Advance(ms) => clock.advance(u64::from(ms)),
+            Op::Get(k) => {
+                let want = stored
+                    .get(&k)
+                    .filter(|(_, deadline)| *deadline > now)
+                    .map(|(v, d)| (v.clone(), (*d != NEVER).then_some(*d)));
+                assert_eq!(d.get_with_deadline(&k).expect("get"), want, "get {k:?}");
+                assert_eq!(d.get(&k).expect("get"), model.get(&k).cloned(), "get {k:?}");
+            }
             Op::Scan => {
                 assert_eq!(
                     common::all(d),
@@ -142,9 +197,12 @@ fn run(ops: Vec<Op>) {
                 assert_eq!(back, model.keys().rev().cloned().collect::<Vec<_>>());
             }
             Op::Seek(k, steps) => check_seek(&mut d.iter(), &model, &k, &steps),
-            Op::Snapshot => snaps.push((d.snapshot(), model.clone())),
+            Op::Snapshot => snaps.push((d.snapshot(), stored.clone())),
             Op::CheckSnapshots => {
                 for (s, m) in &snaps {
+                    // A snapshot keeps versions, not time: expiry is
+                    // judged now.
+                    let m = &live(m, now);
                     let got: Vec<(Vec<u8>, Vec<u8>)> = {
                         let mut it = d.iter_at(s);
                         it.seek_to_first();
@@ -176,11 +234,12 @@ fn run(ops: Vec<Op>) {
             Op::Reopen => {
                 snaps.clear();
                 db.take().expect("db").close().expect("close");
-                db = Some(DB::open(dir.path(), options()).expect("reopen"));
+                db = Some(DB::open(dir.path(), options(&clock)).expect("reopen"));
             }
         }
     }
     let d = db.expect("db");
+    let model = live(&stored, clock.now_ms());
     assert_eq!(common::all(&d), model.into_iter().collect::<Vec<_>>());
     d.verify().expect("verify");
 }

@@ -17,7 +17,9 @@
 //!
 //! Operations apply to 48 keys; batches hold 1-4 puts and deletes, so a
 //! half-applied batch is a state the model never passed through and is
-//! caught.
+//! caught. Some puts carry a deadline, through the log, flushes and merges:
+//! one in 2100, which is stored and never reached, or one in 1970, which
+//! makes the put read as a delete (and builds turn it into a tombstone).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -147,6 +149,9 @@ pub fn deterministic_options(fs: Arc<dyn crate::env::Fs>) -> Options {
     }
 }
 
+/// A deadline no run reaches: 2100-01-01, in milliseconds.
+const YEAR_2100_MS: u64 = 4_102_444_800_000;
+
 fn key(k: u8) -> Vec<u8> {
     format!("key{:03}", k % 48).into_bytes()
 }
@@ -269,8 +274,20 @@ impl Driver {
                             self.counter += 1;
                             let mut v = format!("v{}:", self.counter).into_bytes();
                             v.resize(usize::from(len % 700) + v.len(), b'a' + k % 26);
-                            batch.put(key(k), &v);
-                            next.insert(k % 48, v);
+                            match len % 8 {
+                                1 => {
+                                    batch.put_expiring(key(k), &v, YEAR_2100_MS);
+                                    next.insert(k % 48, v);
+                                }
+                                2 => {
+                                    batch.put_expiring(key(k), &v, 1);
+                                    next.remove(&(k % 48));
+                                }
+                                _ => {
+                                    batch.put(key(k), &v);
+                                    next.insert(k % 48, v);
+                                }
+                            }
                         }
                         None => {
                             batch.delete(key(k));

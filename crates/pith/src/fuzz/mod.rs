@@ -24,8 +24,9 @@ pub fn segment(data: &[u8]) {
     let mut out = Vec::new();
     for (id, key) in seg.trie().iter().take(1000) {
         let hash = crate::segment::key_hash(&key);
-        let _ = seg.get(&key, hash, u64::MAX >> 8, &mut out);
+        let _ = seg.get(&key, hash, u64::MAX >> 8, 0, &mut out);
         for (tag, r) in seg.versions(id) {
+            let _ = seg.deadline(r);
             if tag_kind(tag) == Kind::Put {
                 let _ = seg.value(r, &mut out);
             }
@@ -52,11 +53,15 @@ pub fn manifest(data: &[u8]) {
 /// section's checksum, so mutations reach the structural checks behind
 /// them (the trie and record store keep their own checksums).
 pub fn segment_refixed(data: &[u8]) {
-    use crate::segment::format::{Header, HEADER_BYTES};
+    use crate::segment::format::{layout, Header};
     let mut bytes = data.to_vec();
-    if bytes.len() >= HEADER_BYTES && bytes.starts_with(crate::segment::format::MAGIC) {
-        let crc = crc32c::crc32c(&bytes[..176]);
-        bytes[176..180].copy_from_slice(&crc.to_le_bytes());
+    let version = bytes
+        .get(8..12)
+        .map(|v| u32::from_le_bytes([v[0], v[1], v[2], v[3]]));
+    let len = version.and_then(layout).map(|(_, len)| len);
+    if let Some(len) = len.filter(|&len| bytes.len() >= len) {
+        let crc = crc32c::crc32c(&bytes[..len - 8]);
+        bytes[len - 8..len - 4].copy_from_slice(&crc.to_le_bytes());
         if let Ok(mut h) = Header::decode(&bytes) {
             for s in h.sections.iter_mut() {
                 let range = usize::try_from(s.offset)
@@ -67,7 +72,7 @@ pub fn segment_refixed(data: &[u8]) {
                 }
             }
             let header = h.encode();
-            bytes[..HEADER_BYTES].copy_from_slice(&header);
+            bytes[..len].copy_from_slice(&header);
         }
     }
     segment(&bytes);

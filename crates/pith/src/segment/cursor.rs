@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use pith_trie::{Cursor, KeyRegex, RegexWalk, Trie};
 
+use crate::dbformat::NO_DEADLINE;
 use crate::error::Result;
 use crate::iter::{Source, VersionCursor};
 use crate::segment::Segment;
@@ -126,6 +127,11 @@ impl Source for SegmentCursor {
         tag_of(&self.segment, self.record)
     }
 
+    fn deadline(&self) -> u64 {
+        self.record
+            .map_or(NO_DEADLINE, |r| self.segment.deadline(r))
+    }
+
     fn value(&self, out: &mut Vec<u8>) -> Result<()> {
         value_of(&self.segment, self.record, out)
     }
@@ -178,6 +184,11 @@ impl Source for SegmentMatches {
 
     fn tag(&self) -> u64 {
         tag_of(&self.segment, self.record)
+    }
+
+    fn deadline(&self) -> u64 {
+        self.record
+            .map_or(NO_DEADLINE, |r| self.segment.deadline(r))
     }
 
     fn value(&self, out: &mut Vec<u8>) -> Result<()> {

@@ -15,6 +15,7 @@
 
 mod bloom;
 pub(crate) mod cursor;
+mod expiry;
 pub(crate) mod format;
 mod tags;
 pub(crate) mod writer;
@@ -27,13 +28,14 @@ use pith_trie::Trie;
 use pith_zip::Store;
 
 use crate::dbformat::Kind;
-use crate::dbformat::{tag_kind, tag_seq};
+use crate::dbformat::{expired, tag_kind, tag_seq};
 use crate::env::{FileBytes, Fs};
 use crate::error::{Error, Result};
 use crate::model_file::ModelFile;
 pub(crate) use bloom::hash as key_hash;
 use bloom::Bloom;
-use format::{Header, HeaderError, HEADER_BYTES, SECTIONS, SECTION_NAMES};
+use expiry::Expiry;
+use format::{Header, HeaderError, SECTIONS, SECTION_NAMES};
 use tags::Tags;
 
 /// An open segment file.
@@ -45,6 +47,7 @@ pub(crate) struct Segment {
     hist_keys: &'static [u64],
     hist_starts: &'static [u64],
     bloom: Bloom<'static>,
+    expiry: Expiry<'static>,
     header: Header,
     /// Twice the mean value length (capped), reserved before a decode.
     typical_value: usize,
@@ -70,13 +73,19 @@ pub(crate) struct Segment {
 
 /// Sections a point lookup reads besides the values (the store's offsets
 /// are a few bits per record and stay in the mapping).
-const LOOKUP_SECTIONS: [usize; 4] = [format::TRIE, format::TAGS, format::HISTORY, format::BLOOM];
+const LOOKUP_SECTIONS: [usize; 5] = [
+    format::TRIE,
+    format::TAGS,
+    format::HISTORY,
+    format::BLOOM,
+    format::EXPIRY,
+];
 
 /// Copies of `sections[i]` for `i` in [`LOOKUP_SECTIONS`], each starting
 /// on a word boundary, and the byte offset of each copy in it (in
 /// [`LOOKUP_SECTIONS`] order).
-fn resident_copy(sections: &[&[u8]; SECTIONS]) -> (Box<[u64]>, [usize; 4]) {
-    let mut starts = [0; 4];
+fn resident_copy(sections: &[&[u8]; SECTIONS]) -> (Box<[u64]>, [usize; LOOKUP_SECTIONS.len()]) {
+    let mut starts = [0; LOOKUP_SECTIONS.len()];
     let mut end = 0;
     for (start, &i) in starts.iter_mut().zip(&LOOKUP_SECTIONS) {
         *start = end;
@@ -104,6 +113,8 @@ pub struct SegmentInfo {
     pub records: u64,
     /// Tombstones among the newest versions and older ones.
     pub tombstones: u64,
+    /// Versions with a deadline (expired or not).
+    pub expiring: u64,
     /// Sum of key lengths.
     pub raw_key_bytes: u64,
     /// Sum of value lengths (all versions).
@@ -112,7 +123,7 @@ pub struct SegmentInfo {
     pub index_bytes: u64,
     /// Bytes of the record store (dictionary and offsets included).
     pub store_bytes: u64,
-    /// Bytes of tags, history index and Bloom filter.
+    /// Bytes of tags, history index, Bloom filter and deadlines.
     pub meta_bytes: u64,
     /// Bytes held in memory for lookups (trie, tags, history and Bloom
     /// filter copied out of the file; 0 unless `Options::resident_index`).
@@ -128,6 +139,10 @@ pub struct SegmentInfo {
 }
 
 fn words(bytes: &[u8]) -> Option<&[u64]> {
+    if bytes.is_empty() {
+        // An absent section: its slice's address need not be aligned.
+        return Some(&[]);
+    }
     bytemuck::try_cast_slice(bytes).ok()
 }
 
@@ -172,7 +187,7 @@ impl Segment {
                 expected: format::VERSION,
                 found,
             },
-            HeaderError::Checksum { stored, computed } => corrupt(176, format!("segment header checksum mismatch (stored {stored:#010x}, computed {computed:#010x})")),
+            HeaderError::Checksum { at, stored, computed } => corrupt(at as u64, format!("segment header checksum mismatch (stored {stored:#010x}, computed {computed:#010x})")),
             HeaderError::Reserved => corrupt(12, "reserved header fields are not zero".into()),
         })?;
         if header.min_seq > header.max_seq || header.max_seq >= crate::dbformat::MAX_SEQ {
@@ -185,8 +200,13 @@ impl Segment {
             ));
         }
         let mut sections: [&'static [u8]; SECTIONS] = [&[]; SECTIONS];
-        let mut end = HEADER_BYTES as u64;
-        for (i, s) in header.sections.iter().enumerate() {
+        let mut end = header.len() as u64;
+        for (i, s) in header
+            .sections
+            .iter()
+            .take(header.section_count())
+            .enumerate()
+        {
             let name = SECTION_NAMES[i];
             let stop = s.offset.checked_add(s.len);
             if s.offset % 8 != 0 || s.offset < end || stop.is_none_or(|e| e > bytes.len() as u64) {
@@ -206,7 +226,7 @@ impl Segment {
         let (resident, starts) = if resident {
             resident_copy(&sections)
         } else {
-            (Box::default(), [0; 4])
+            (Box::default(), [0; LOOKUP_SECTIONS.len()])
         };
         if !resident.is_empty() {
             // SAFETY: as for `bytes` above: the copy is a heap allocation
@@ -220,7 +240,11 @@ impl Segment {
                 sections[i] = &copy[at..at + sections[i].len()];
             }
         }
-        for i in [format::TAGS, format::HISTORY, format::BLOOM] {
+        let checked_at_open = [format::TAGS, format::HISTORY, format::BLOOM, format::EXPIRY];
+        for i in checked_at_open
+            .into_iter()
+            .filter(|&i| i < header.section_count())
+        {
             let s = header.sections[i];
             let computed = crc32c::crc32c(sections[i]);
             if computed != s.crc {
@@ -290,6 +314,10 @@ impl Segment {
         let bloom_words =
             words(sections[format::BLOOM]).ok_or_else(|| misaligned(format::BLOOM))?;
         let bloom = Bloom::open(bloom_words).map_err(|d| corrupt(at(format::BLOOM), d))?;
+        let expiry_words =
+            words(sections[format::EXPIRY]).ok_or_else(|| misaligned(format::EXPIRY))?;
+        let expiry = Expiry::open(expiry_words, header.records)
+            .map_err(|d| corrupt(at(format::EXPIRY), d))?;
         if trie.len() as u64 != header.keys
             || store.len() != header.records
             || header.keys == 0
@@ -336,6 +364,7 @@ impl Segment {
             hist_keys,
             hist_starts,
             bloom,
+            expiry,
             file_bytes: bytes.len() as u64,
             typical_value,
             tombstones,
@@ -371,9 +400,9 @@ impl Segment {
     }
 
     /// True when a merge of this segment alone would drop nothing: it
-    /// holds one version per key and no tombstone.
+    /// holds one version per key, no tombstone and no deadline.
     pub(crate) fn has_nothing_to_drop(&self) -> bool {
-        self.header.keys == self.header.records && self.tombstones == 0
+        self.header.keys == self.header.records && self.tombstones == 0 && self.expiry.len() == 0
     }
 
     pub(crate) fn trie(&self) -> &Trie<'_> {
@@ -410,6 +439,11 @@ impl Segment {
         self.tags.get(r)
     }
 
+    /// When record `r` expires (`NO_DEADLINE`: never).
+    pub(crate) fn deadline(&self, r: u64) -> u64 {
+        self.expiry.deadline(r)
+    }
+
     /// The older versions of key `id`, as a record-id range.
     pub(crate) fn history(&self, id: u64) -> std::ops::Range<u64> {
         match self.hist_keys.binary_search(&id) {
@@ -440,15 +474,17 @@ impl Segment {
             .map_err(|e| Error::from_zip(&self.path, self.header.sections[format::STORE].offset, e))
     }
 
-    /// The version of `key` visible at `snap`: its tag, and its value when
-    /// it is a put. `None` when this segment has no visible version.
+    /// The version of `key` visible at `snap`: its tag and deadline, and
+    /// its value in `out` when it is a put not expired at `now`. `None`
+    /// when this segment has no visible version.
     pub(crate) fn get(
         &self,
         key: &[u8],
         hash: u64,
         snap: u64,
+        now: u64,
         out: &mut Vec<u8>,
-    ) -> Result<Option<u64>> {
+    ) -> Result<Option<(u64, u64)>> {
         if snap < self.header.min_seq || !self.bloom.may_contain(hash) {
             return Ok(None);
         }
@@ -458,19 +494,24 @@ impl Segment {
         let Some(r) = self.visible(id, snap) else {
             return Ok(None);
         };
-        let tag = self.tag(r);
-        if tag_kind(tag) == Kind::Put {
+        let (tag, deadline) = (self.tag(r), self.deadline(r));
+        if tag_kind(tag) == Kind::Put && !expired(deadline, now) {
             // Room for a typical value up front, so decoding rarely regrows.
             out.reserve(self.typical_value);
             self.value(r, out)?;
         }
-        Ok(Some(tag))
+        Ok(Some((tag, deadline)))
     }
 
     /// Checks every checksum and decodes every record.
     pub(crate) fn verify(&self) -> Result<()> {
         let bytes: &[u8] = &self.map;
-        for (i, s) in self.header.sections.iter().enumerate() {
+        let sections = self
+            .header
+            .sections
+            .iter()
+            .take(self.header.section_count());
+        for (i, s) in sections.enumerate() {
             let section = &bytes[s.offset as usize..(s.offset + s.len) as usize];
             let computed = crc32c::crc32c(section);
             if computed != s.crc {
@@ -512,11 +553,15 @@ impl Segment {
             keys: self.header.keys,
             records: self.header.records,
             tombstones: self.tombstones,
+            expiring: self.expiry.len(),
             raw_key_bytes: self.header.raw_key_bytes,
             raw_value_bytes: self.store.raw_bytes(),
             index_bytes: s[format::TRIE].len,
             store_bytes: s[format::STORE].len,
-            meta_bytes: s[format::TAGS].len + s[format::HISTORY].len + s[format::BLOOM].len,
+            meta_bytes: s[format::TAGS].len
+                + s[format::HISTORY].len
+                + s[format::BLOOM].len
+                + s[format::EXPIRY].len,
             resident_bytes: 8 * self.resident.len() as u64,
             file_bytes: self.file_bytes,
             codec: self.store.codec().name().to_string(),

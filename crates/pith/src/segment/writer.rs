@@ -8,6 +8,9 @@
 //! builder's, 8 bytes of tag and 8 of hash per record, and pith-zip's
 //! bounded sample.
 //!
+//! A version's deadline, if it is a put with one, goes to the expiry
+//! section; a build with none writes a version 1 file, without it.
+//!
 //! Record ids: `0..keys` are the newest versions in key (trie id) order;
 //! `keys..records` the older versions, grouped by key in key order, newest
 //! first within a group. The file is written as `NNNNNN.tmp`, synced, and
@@ -20,20 +23,26 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::dbformat::tag_seq;
+use crate::dbformat::{tag_kind, tag_seq, Kind, NO_DEADLINE};
 use crate::env::{Fs, WritableFile};
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
-use crate::segment::format::{Header, Section, BLOOM, HEADER_BYTES, HISTORY, STORE, TAGS, TRIE};
-use crate::segment::{bloom, tags};
+use crate::segment::format::{
+    Header, Section, BLOOM, EXPIRY, HISTORY, STORE, TAGS, TRIE, VERSION, VERSION_WITHOUT_EXPIRY,
+};
+use crate::segment::{bloom, expiry, tags};
 
-/// Where a version's value can be read from its source.
+/// Where a version's value can be read from its source, and when it
+/// expires.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ValueRef {
     /// Which input (segment index of a merge; 0 for a memtable).
     pub src: u32,
     /// Record id in that input (or index into the memtable's values).
     pub index: u64,
+    /// The version's deadline (`NO_DEADLINE`: none; always for a
+    /// tombstone).
+    pub deadline: u64,
 }
 
 /// One key and the versions of it to write, newest first.
@@ -48,7 +57,8 @@ pub(crate) trait GroupSource {
     /// Groups in strictly increasing key order. Restartable: each call
     /// starts again from the first key and yields the same groups.
     fn groups(&self) -> Box<dyn Iterator<Item = Result<Group>> + '_>;
-    /// Replaces `out` with the value behind `v` (empty for a tombstone).
+    /// Replaces `out` with the value behind `v`; the builder asks only for
+    /// puts' values (a tombstone's record is empty).
     fn value(&self, v: &ValueRef, out: &mut Vec<u8>) -> Result<()>;
     /// The value behind `v` as stored, when it is encoded with `model` and
     /// can be copied without decoding; `None` otherwise.
@@ -139,7 +149,7 @@ struct Values<'s> {
     source: &'s dyn GroupSource,
     groups: Box<dyn Iterator<Item = Result<Group>> + 's>,
     history: bool,
-    pending: std::collections::VecDeque<ValueRef>,
+    pending: std::collections::VecDeque<(u64, ValueRef)>,
     error: &'s RefCell<Option<Error>>,
 }
 
@@ -151,8 +161,11 @@ impl Iterator for Values<'_> {
             if self.error.borrow().is_some() {
                 return None;
             }
-            if let Some(v) = self.pending.pop_front() {
+            if let Some((tag, v)) = self.pending.pop_front() {
                 let mut out = Vec::new();
+                if tag_kind(tag) == Kind::Delete {
+                    return Some(out);
+                }
                 match self.source.value(&v, &mut out) {
                     Ok(()) => return Some(out),
                     Err(e) => {
@@ -163,7 +176,7 @@ impl Iterator for Values<'_> {
             }
             match self.groups.next()? {
                 Ok(g) => {
-                    let mut vs = g.versions.iter().map(|v| v.1);
+                    let mut vs = g.versions.iter().copied();
                     if self.history {
                         self.pending.extend(vs.skip(1));
                     } else if let Some(v) = vs.next() {
@@ -240,6 +253,10 @@ fn build(
     let mut hist_keys: Vec<u64> = Vec::new();
     let mut hist_starts: Vec<u64> = Vec::new();
     let mut hashes: Vec<u64> = Vec::new();
+    // (record id, deadline) of the newest versions, and (index among
+    // the older versions, deadline) of the older ones.
+    let mut deadlines: Vec<(u64, u64)> = Vec::new();
+    let mut hist_deadlines: Vec<(u64, u64)> = Vec::new();
     let mut raw_key_bytes = 0u64;
     let (mut min_seq, mut max_seq) = (u64::MAX, 0u64);
     for g in source.groups() {
@@ -251,10 +268,21 @@ fn build(
             .map_err(|e| Error::Internal(format!("segment build: {e}")))?;
         raw_key_bytes += g.key.len() as u64;
         hashes.push(bloom::hash(&g.key));
+        let expires = |&(t, v): &(u64, ValueRef)| {
+            (tag_kind(t) == Kind::Put && v.deadline != NO_DEADLINE).then_some(v.deadline)
+        };
+        if let Some(d) = expires(&g.versions[0]) {
+            deadlines.push((tags.len() as u64, d));
+        }
         if g.versions.len() > 1 {
             hist_keys.push(tags.len() as u64);
             hist_starts.push(hist_tags.len() as u64);
-            hist_tags.extend(g.versions[1..].iter().map(|v| v.0));
+            for v in &g.versions[1..] {
+                if let Some(d) = expires(v) {
+                    hist_deadlines.push((hist_tags.len() as u64, d));
+                }
+                hist_tags.push(v.0);
+            }
         }
         tags.push(newest);
         for &(t, _) in &g.versions {
@@ -274,6 +302,9 @@ fn build(
     history.extend(hist_starts.iter().map(|s| keys + s));
     history.push(records);
     let tags = tags::pack(&tags, min_seq);
+    deadlines.extend(hist_deadlines.iter().map(|&(i, d)| (keys + i, d)));
+    let expiry_words = expiry::pack(&deadlines);
+    drop(deadlines);
     let bloom_words = bloom::build(&hashes, bloom_bits_per_key);
     drop(hashes);
     let trie_bytes = trie
@@ -287,8 +318,12 @@ fn build(
         pos: 0,
         crc: 0,
     };
-    w.write_all(&[0u8; HEADER_BYTES]).map_err(io)?;
     let mut header = Header {
+        version: if expiry_words.is_empty() {
+            VERSION_WITHOUT_EXPIRY
+        } else {
+            VERSION
+        },
         keys,
         records,
         min_seq,
@@ -296,6 +331,7 @@ fn build(
         raw_key_bytes,
         sections: Default::default(),
     };
+    w.write_all(&vec![0u8; header.len()]).map_err(io)?;
     let at = w.begin();
     w.write_all(trie_bytes.as_bytes()).map_err(io)?;
     header.sections[TRIE] = w.end(at).map_err(io)?;
@@ -335,7 +371,11 @@ fn build(
         )));
     }
     header.sections[STORE] = w.end(at).map_err(io)?;
-    for (index, words) in [(TAGS, &tags), (HISTORY, &history), (BLOOM, &bloom_words)] {
+    let mut small = vec![(TAGS, &tags), (HISTORY, &history), (BLOOM, &bloom_words)];
+    if header.version == VERSION {
+        small.push((EXPIRY, &expiry_words));
+    }
+    for (index, words) in small {
         let at = w.begin();
         for word in words.iter() {
             w.write_all(&word.to_le_bytes()).map_err(io)?;
@@ -375,7 +415,12 @@ fn shared_store<W: Write>(
         for g in source.groups() {
             let g = g?;
             let (newest, older) = g.versions.split_at(g.versions.len().min(1));
-            for (_, v) in if history { older } else { newest } {
+            for (tag, v) in if history { older } else { newest } {
+                if tag_kind(*tag) == Kind::Delete {
+                    // A tombstone's record is empty.
+                    batch.push(Vec::new());
+                    continue;
+                }
                 if let Some(e) = source.encoded(v, wanted)? {
                     // In order: what was batched before goes first.
                     b.push_many(&batch, threads).map_err(&zip_error)?;
