@@ -12,6 +12,12 @@
 //! WATCH: a client registers a flag per watched key; every commit sets
 //! the flags of the keys it wrote (FLUSHDB all of them), and EXEC fails
 //! when its client's flag is set.
+//!
+//! Expiry is the engine's: a key's deadline is stored with its value
+//! (`WriteBatch::put_expiring`), and a key past it reads as absent
+//! everywhere. A transaction reads the database's clock once, when it
+//! starts, and judges every deadline (its own writes' included) at that
+//! instant, as Redis does within one command.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -62,11 +68,13 @@ impl Store {
 
     /// A transaction that may write: holds the write lock until dropped.
     pub fn writer(&self) -> Txn<'_> {
+        let guard = lock(&self.writer);
         Txn {
             store: self,
-            _guard: Some(lock(&self.writer)),
+            _guard: Some(guard),
             pending: BTreeMap::new(),
             cleared: false,
+            now: self.db.now_ms(),
         }
     }
 
@@ -77,6 +85,7 @@ impl Store {
             _guard: None,
             pending: BTreeMap::new(),
             cleared: false,
+            now: self.db.now_ms(),
         }
     }
 
@@ -112,27 +121,56 @@ impl Store {
     }
 }
 
+/// A live key's value and deadline (milliseconds since the Unix epoch;
+/// `None`: it never expires).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// The value.
+    pub value: Vec<u8>,
+    /// When the key expires, if it does.
+    pub deadline: Option<u64>,
+}
+
 /// A unit of reads and writes; see the module documentation. Writes are
 /// kept here until [`Txn::commit`].
 pub struct Txn<'s> {
     store: &'s Store,
     _guard: Option<MutexGuard<'s, ()>>,
-    /// Keys written: `None` deleted.
-    pending: BTreeMap<Vec<u8>, Option<Vec<u8>>>,
+    /// Keys written: `None` deleted. A written deadline is never at or
+    /// before `now` (such a write is a delete).
+    pending: BTreeMap<Vec<u8>, Option<Entry>>,
     /// FLUSHDB ran: nothing stored before it is visible.
     cleared: bool,
+    /// The database's clock when the transaction started.
+    now: u64,
 }
 
 impl Txn<'_> {
     /// The value of `key` as this transaction sees it.
     pub fn get(&self, key: &[u8]) -> pith::Result<Option<Vec<u8>>> {
-        if let Some(v) = self.pending.get(key) {
-            return Ok(v.clone());
+        Ok(self.entry(key)?.map(|e| e.value))
+    }
+
+    /// The value and deadline of `key` as this transaction sees it.
+    pub fn entry(&self, key: &[u8]) -> pith::Result<Option<Entry>> {
+        if let Some(e) = self.pending.get(key) {
+            return Ok(e.clone());
         }
         if self.cleared {
             return Ok(None);
         }
-        self.store.db.get(key)
+        // The engine judges expiry by its clock now, which may be a few
+        // milliseconds past `self.now`: a key it hides was due anyway.
+        let found = self.store.db.get_with_deadline(key)?;
+        Ok(found.and_then(|(value, deadline)| {
+            (deadline.is_none_or(|d| d > self.now)).then_some(Entry { value, deadline })
+        }))
+    }
+
+    /// The time deadlines are judged against, in milliseconds since the
+    /// Unix epoch.
+    pub fn now(&self) -> u64 {
+        self.now
     }
 
     /// True when this transaction may write (it holds the lock).
@@ -140,10 +178,23 @@ impl Txn<'_> {
         self._guard.is_some()
     }
 
-    /// Sets `key`.
+    /// Sets `key`, without a deadline (SET, MSET, GETSET: a new value
+    /// forgets the old one's).
     pub fn put(&mut self, key: &[u8], value: Vec<u8>) {
+        self.put_expiring(key, value, None);
+    }
+
+    /// Sets `key` expiring at `deadline` (`None`: never); a deadline at or
+    /// before the transaction's time deletes the key instead, as Redis
+    /// does for an expiry in the past.
+    pub fn put_expiring(&mut self, key: &[u8], value: Vec<u8>, deadline: Option<u64>) {
         debug_assert!(self.can_write(), "a reader wrote");
-        self.pending.insert(key.to_vec(), Some(value));
+        if deadline.is_some_and(|d| d <= self.now) {
+            self.pending.insert(key.to_vec(), None);
+            return;
+        }
+        self.pending
+            .insert(key.to_vec(), Some(Entry { value, deadline }));
     }
 
     /// Deletes `key`.
@@ -241,7 +292,14 @@ impl Txn<'_> {
         }
         for (k, v) in &self.pending {
             match v {
-                Some(v) => batch.put(k, v),
+                Some(Entry {
+                    value,
+                    deadline: Some(d),
+                }) => batch.put_expiring(k, value, *d),
+                Some(Entry {
+                    value,
+                    deadline: None,
+                }) => batch.put(k, value),
                 None => batch.delete(k),
             };
         }

@@ -44,17 +44,18 @@ pub fn type_(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> CmdResult {
 
 fn rename_to(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>], only_new: bool) -> CmdResult {
     let (from, to) = (&args[1], &args[2]);
-    let value = ctx
+    let entry = ctx
         .txn
-        .get(from)
+        .entry(from)
         .map_err(engine)?
         .ok_or_else(|| Reply::err("no such key"))?;
     if only_new && ctx.txn.get(to).map_err(engine)?.is_some() {
         return Ok(Reply::Int(0));
     }
     if from != to {
+        // The time to live moves with the value, as in Redis.
         ctx.txn.delete(from);
-        ctx.txn.put(to, value);
+        ctx.txn.put_expiring(to, entry.value, entry.deadline);
     }
     Ok(match only_new {
         true => Reply::Int(i64::from(from != to)),

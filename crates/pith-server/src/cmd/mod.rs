@@ -7,6 +7,7 @@
 //! server, and the calling session. Commands of the session itself (AUTH,
 //! HELLO, MULTI, ...) are in `session`, not here.
 
+mod expiry;
 mod keys;
 mod server;
 mod strings;
@@ -49,6 +50,7 @@ const RO: &[&str] = &["readonly", "fast"];
 const WR: &[&str] = &["write", "denyoom"];
 const ADMIN: &[&str] = &["admin", "noscript"];
 const FAST: &[&str] = &["fast"];
+const WF: &[&str] = &["write", "fast"];
 
 macro_rules! spec {
     ($name:literal, $arity:expr, $write:expr, $run:path, $flags:expr, $keys:expr) => {
@@ -83,6 +85,9 @@ pub static COMMANDS: &[Spec] = &[
     spec!("del", -2, true, keys::del, &["write"], (1, -1, 1)),
     spec!("echo", 2, false, server::echo, FAST, (0, 0, 0)),
     spec!("exists", -2, false, keys::exists, RO, (1, -1, 1)),
+    spec!("expire", -3, true, expiry::expire, WF, (1, 1, 1)),
+    spec!("expireat", -3, true, expiry::expireat, WF, (1, 1, 1)),
+    spec!("expiretime", 2, false, expiry::expiretime, RO, (1, 1, 1)),
     spec!("flushall", -1, true, keys::flushdb, &["write"], (0, 0, 0)),
     spec!("flushdb", -1, true, keys::flushdb, &["write"], (0, 0, 0)),
     spec!("get", 2, false, strings::get, RO, (1, 1, 1)),
@@ -94,6 +99,7 @@ pub static COMMANDS: &[Spec] = &[
         &["write", "fast"],
         (1, 1, 1)
     ),
+    spec!("getex", -2, true, expiry::getex, WF, (1, 1, 1)),
     spec!(
         "getrange",
         4,
@@ -118,6 +124,10 @@ pub static COMMANDS: &[Spec] = &[
     spec!("mget", -2, false, strings::mget, RO, (1, -1, 1)),
     spec!("mset", -3, true, strings::mset, WR, (1, -1, 2)),
     spec!("msetnx", -3, true, strings::msetnx, WR, (1, -1, 2)),
+    spec!("persist", 2, true, expiry::persist, WF, (1, 1, 1)),
+    spec!("pexpire", -3, true, expiry::pexpire, WF, (1, 1, 1)),
+    spec!("pexpireat", -3, true, expiry::pexpireat, WF, (1, 1, 1)),
+    spec!("pexpiretime", 2, false, expiry::pexpiretime, RO, (1, 1, 1)),
     spec!("ping", -1, false, server::ping, FAST, (0, 0, 0)),
     spec!(
         "pith.search",
@@ -135,6 +145,8 @@ pub static COMMANDS: &[Spec] = &[
         &["readonly"],
         (0, 0, 0)
     ),
+    spec!("psetex", 4, true, expiry::psetex, WR, (1, 1, 1)),
+    spec!("pttl", 2, false, expiry::pttl, RO, (1, 1, 1)),
     spec!(
         "randomkey",
         1,
@@ -155,6 +167,7 @@ pub static COMMANDS: &[Spec] = &[
     spec!("save", 1, false, server::save, ADMIN, (0, 0, 0)),
     spec!("scan", -2, false, keys::scan, &["readonly"], (0, 0, 0)),
     spec!("set", -3, true, strings::set, WR, (1, 1, 1)),
+    spec!("setex", 4, true, expiry::setex, WR, (1, 1, 1)),
     spec!(
         "setnx",
         3,
@@ -165,6 +178,7 @@ pub static COMMANDS: &[Spec] = &[
     ),
     spec!("setrange", 4, true, strings::setrange, WR, (1, 1, 1)),
     spec!("strlen", 2, false, strings::strlen, RO, (1, 1, 1)),
+    spec!("ttl", 2, false, expiry::ttl, RO, (1, 1, 1)),
     spec!("type", 2, false, keys::type_, RO, (1, 1, 1)),
     spec!(
         "unlink",

@@ -1,24 +1,19 @@
 //! String commands: GET, SET and its relatives, ranges, counters.
 //!
 //! Every key holds a string (the engine's value), so WRONGTYPE never
-//! arises. Expiry options (EX, PX, EXAT, PXAT, KEEPTTL) are refused with
-//! an error naming them: keys with deadlines need engine support that is
-//! not built yet, and silently storing a key without its deadline would
-//! keep data a client asked to expire.
+//! arises. As in Redis, a command that replaces a value outright (SET
+//! without KEEPTTL, GETSET, MSET) drops the key's time to live, and one
+//! that changes it in place (APPEND, SETRANGE, INCR and the other
+//! counters) keeps it.
 
-use super::{engine, int, syntax, CmdResult, Ctx};
+use super::expiry::StringOptions;
+use super::{engine, int, CmdResult, Ctx};
 use crate::resp::{format_double, Reply};
+use crate::store::Entry;
 
 /// Largest string a command may build (Redis's `proto-max-bulk-len`
 /// default, which bounds SETRANGE and APPEND there too).
 const MAX_STRING: usize = 512 << 20;
-
-fn expiry_unsupported(option: &[u8]) -> Reply {
-    Reply::err(format_args!(
-        "'{}': keys with expiry are not supported by this server yet",
-        String::from_utf8_lossy(option).to_ascii_uppercase()
-    ))
-}
 
 pub fn get(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> CmdResult {
     Ok(match ctx.txn.get(&args[1]).map_err(engine)? {
@@ -27,31 +22,39 @@ pub fn get(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> CmdResult {
     })
 }
 
+/// SET key value [NX | XX] [GET] [EX s | PX ms | EXAT t | PXAT t | KEEPTTL].
 pub fn set(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> CmdResult {
-    let (mut nx, mut xx, mut get) = (false, false, false);
-    for a in &args[3..] {
-        match a.to_ascii_uppercase().as_slice() {
-            b"NX" if !xx => nx = true,
-            b"XX" if !nx => xx = true,
-            b"GET" => get = true,
-            b"EX" | b"PX" | b"EXAT" | b"PXAT" | b"KEEPTTL" => return Err(expiry_unsupported(a)),
-            _ => return Err(syntax()),
-        }
-    }
+    let options = StringOptions::parse(&args[3..], true)?;
+    // Redis reads the time before it looks at the key.
+    let deadline = options.deadline(ctx.txn.now(), "set")?;
+    let (nx, xx, get, keepttl) = (options.nx, options.xx, options.get, options.keepttl);
     let (key, value) = (&args[1], &args[2]);
-    let old = match nx || xx || get {
-        true => ctx.txn.get(key).map_err(engine)?,
+    let old = match nx || xx || get || keepttl {
+        true => ctx.txn.entry(key).map_err(engine)?,
         false => None,
     };
     let blocked = (nx && old.is_some()) || (xx && old.is_none());
     if !blocked {
-        ctx.txn.put(key, value.clone());
+        let deadline = match keepttl {
+            true => old.as_ref().and_then(|e| e.deadline),
+            false => deadline,
+        };
+        ctx.txn.put_expiring(key, value.clone(), deadline);
     }
     Ok(match (get, blocked) {
-        (true, _) => old.map_or(Reply::Nil, Reply::Bulk),
+        (true, _) => old.map_or(Reply::Nil, |e| Reply::Bulk(e.value)),
         (false, true) => Reply::Nil,
         (false, false) => Reply::Simple("OK"),
     })
+}
+
+/// The value and deadline of `key`, or an empty value without one: what
+/// the commands that change a value in place start from.
+fn current(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Result<Entry, Reply> {
+    Ok(ctx.txn.entry(key).map_err(engine)?.unwrap_or(Entry {
+        value: Vec::new(),
+        deadline: None,
+    }))
 }
 
 pub fn setnx(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> CmdResult {
@@ -118,15 +121,18 @@ pub fn msetnx(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> CmdResult {
 }
 
 pub fn append(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> CmdResult {
-    let mut v = ctx.txn.get(&args[1]).map_err(engine)?.unwrap_or_default();
-    if v.len() + args[2].len() > MAX_STRING {
+    let Entry {
+        mut value,
+        deadline,
+    } = current(ctx, &args[1])?;
+    if value.len() + args[2].len() > MAX_STRING {
         return Err(Reply::err(
             "string exceeds maximum allowed size (proto-max-bulk-len)",
         ));
     }
-    v.extend_from_slice(&args[2]);
-    let len = v.len() as i64;
-    ctx.txn.put(&args[1], v);
+    value.extend_from_slice(&args[2]);
+    let len = value.len() as i64;
+    ctx.txn.put_expiring(&args[1], value, deadline);
     Ok(Reply::Int(len))
 }
 
@@ -170,10 +176,10 @@ pub fn setrange(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> CmdResult {
         return Err(Reply::err("offset is out of range"));
     }
     let value = &args[3];
-    let mut v = ctx.txn.get(&args[1]).map_err(engine)?;
+    let old = ctx.txn.entry(&args[1]).map_err(engine)?;
     if value.is_empty() {
         // Nothing to write: the length as it is, no key created.
-        return Ok(Reply::Int(v.map_or(0, |v| v.len() as i64)));
+        return Ok(Reply::Int(old.map_or(0, |e| e.value.len() as i64)));
     }
     let end = offset as usize + value.len();
     if end > MAX_STRING {
@@ -181,26 +187,31 @@ pub fn setrange(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> CmdResult {
             "string exceeds maximum allowed size (proto-max-bulk-len)",
         ));
     }
-    let s = v.get_or_insert_with(Vec::new);
+    let deadline = old.as_ref().and_then(|e| e.deadline);
+    let mut s = old.map(|e| e.value).unwrap_or_default();
     if s.len() < end {
         s.resize(end, 0);
     }
     s[offset as usize..end].copy_from_slice(value);
     let len = s.len() as i64;
-    ctx.txn.put(&args[1], v.unwrap_or_default());
+    ctx.txn.put_expiring(&args[1], s, deadline);
     Ok(Reply::Int(len))
 }
 
 fn add(ctx: &mut Ctx<'_, '_>, key: &[u8], by: i64) -> CmdResult {
-    let now = match ctx.txn.get(key).map_err(engine)? {
-        Some(v) => super::parse_int(&v)
-            .ok_or_else(|| Reply::err("value is not an integer or out of range"))?,
-        None => 0,
+    let (now, deadline) = match ctx.txn.entry(key).map_err(engine)? {
+        Some(e) => (
+            super::parse_int(&e.value)
+                .ok_or_else(|| Reply::err("value is not an integer or out of range"))?,
+            e.deadline,
+        ),
+        None => (0, None),
     };
     let new = now
         .checked_add(by)
         .ok_or_else(|| Reply::err("increment or decrement would overflow"))?;
-    ctx.txn.put(key, new.to_string().into_bytes());
+    ctx.txn
+        .put_expiring(key, new.to_string().into_bytes(), deadline);
     Ok(Reply::Int(new))
 }
 
@@ -237,16 +248,20 @@ fn parse_float(arg: &[u8]) -> Option<f64> {
 
 pub fn incrbyfloat(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> CmdResult {
     let by = parse_float(&args[2]).ok_or_else(|| Reply::err("value is not a valid float"))?;
-    let now = match ctx.txn.get(&args[1]).map_err(engine)? {
-        Some(v) => parse_float(&v).ok_or_else(|| Reply::err("value is not a valid float"))?,
-        None => 0.0,
+    let (now, deadline) = match ctx.txn.entry(&args[1]).map_err(engine)? {
+        Some(e) => (
+            parse_float(&e.value).ok_or_else(|| Reply::err("value is not a valid float"))?,
+            e.deadline,
+        ),
+        None => (0.0, None),
     };
     let new = now + by;
     if !new.is_finite() {
         return Err(Reply::err("increment would produce NaN or Infinity"));
     }
     let text = format_double(new);
-    ctx.txn.put(&args[1], text.clone().into_bytes());
+    ctx.txn
+        .put_expiring(&args[1], text.clone().into_bytes(), deadline);
     Ok(Reply::Bulk(text.into_bytes()))
 }
 

@@ -1,5 +1,5 @@
 """redis-py against `pith serve`: plain commands, pipelines, transactions
-with WATCH, scan_iter, RESP3, and PithDB's own commands.
+with WATCH, scan_iter, times to live, RESP3, and PithDB's own commands.
 
 Run by tests/redis_py.rs as `python check_redis_py.py PORT`; exits non-zero
 (with a traceback) on the first failure.
@@ -49,9 +49,26 @@ def main(port: int) -> None:
         p.incr("counter").incr("counter")
         assert p.execute() == [44, 45]
 
+    # Times to live, through redis-py's own arguments.
+    import datetime
+    import time
+
+    assert r.set("session", "s", ex=100)
+    assert 99 <= r.ttl("session") <= 100
+    assert r.psetex("short", datetime.timedelta(milliseconds=50), "x")
+    assert r.pexpire("counter", 100_000)
+    assert r.incr("counter") == 46 and r.pttl("counter") > 90_000
+    assert r.persist("counter") and r.ttl("counter") == -1
+    assert r.getex("session", persist=True) == b"s" and r.ttl("session") == -1
+    assert r.expireat("greeting", 4102444800) and r.expiretime("greeting") == 4102444800
+    time.sleep(0.1)
+    assert r.get("short") is None and r.ttl("short") == -2
+    assert r.info("keyspace")["db0"]["expires"] == 1
+    assert r.get("counter") == b"46"
+
     # RESP3.
     r3 = redis.Redis(host="127.0.0.1", port=port, protocol=3)
-    assert r3.get("counter") == b"45"
+    assert r3.get("counter") == b"46"
     assert r3.get("nothing") is None
 
     # PithDB's own commands.
