@@ -133,9 +133,13 @@ pub unsafe extern "C" fn leveldb_repair_db(
         let mut o = o.engine();
         o.create_if_missing = false;
         o.error_if_exists = false;
-        let db = engine::DB::open(path, o)?;
-        db.verify()?;
-        Ok(db.close()?)
+        let repair = |e: engine::Error| match e.is_corruption() {
+            true => Error::Repair(Box::new(Error::Engine(e))),
+            false => Error::Engine(e),
+        };
+        let db = engine::DB::open(path, o).map_err(repair)?;
+        db.verify().map_err(repair)?;
+        db.close().map_err(repair)
     })
 }
 

@@ -152,6 +152,7 @@ impl Comparator {
                     a: x.to_vec(),
                     b: y.to_vec(),
                     got,
+                    want,
                 });
             }
         }

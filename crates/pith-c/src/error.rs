@@ -29,7 +29,11 @@ pub(crate) enum Error {
         b: Vec<u8>,
         /// What the comparator returned for `(a, b)`.
         got: i32,
+        /// How byte order ranks `a` against `b`.
+        want: std::cmp::Ordering,
     },
+    /// `leveldb_repair_db` found something it cannot repair.
+    Repair(Box<Error>),
     /// A file-system call outside the engine failed (destroy, test dir).
     Io {
         /// What was being done, with the path.
@@ -73,6 +77,7 @@ impl Error {
                 _ => "IO error",
             },
             Error::Null(_) | Error::BadArgument(_) | Error::Comparator { .. } => "Invalid argument",
+            Error::Repair(inner) => inner.code(),
             Error::Io { .. } | Error::Panic(_) => "IO error",
         }
     }
@@ -85,14 +90,39 @@ impl fmt::Display for Error {
             Error::Engine(e) => write!(f, "{e}"),
             Error::Null(what) => write!(f, "{what} is NULL; pass a valid pointer"),
             Error::BadArgument(what) => f.write_str(what),
-            Error::Comparator { name, a, b, got } => write!(
-                f,
-                "comparator \"{name}\" returned {got} for (\"{}\", \"{}\"), which byte order ranks the other way (or as unequal); PithDB orders keys bytewise (memcmp, shorter first) and cannot use another order: use a comparator that agrees with byte order, or encode keys so that byte order is the order you need",
-                escape(a),
-                escape(b)
-            ),
+            Error::Comparator {
+                name,
+                a,
+                b,
+                got,
+                want,
+            } => {
+                let (a, b) = (escape(a), escape(b));
+                let order = match want {
+                    std::cmp::Ordering::Less => format!("\"{a}\" before \"{b}\""),
+                    std::cmp::Ordering::Greater => format!("\"{a}\" after \"{b}\""),
+                    std::cmp::Ordering::Equal => format!("\"{a}\" equal to \"{b}\""),
+                };
+                write!(
+                    f,
+                    "comparator \"{name}\" returned {got} for (\"{a}\", \"{b}\"), but byte order puts {order}; PithDB orders keys bytewise (memcmp, shorter first) and cannot use another order: use a comparator that agrees with byte order, or encode keys so that byte order is the order you need"
+                )
+            }
+            Error::Repair(inner) => {
+                let inner = inner.to_string();
+                let inner = inner
+                    .split_once(": ")
+                    .map_or(inner.as_str(), |(_, rest)| rest);
+                write!(
+                    f,
+                    "repair: {inner} (leveldb_repair_db checks every file and drops a torn log tail, as every open does, but does not rewrite a damaged segment: restore that file from a backup, or copy out what still reads)"
+                )
+            }
             Error::Io { what, source } => write!(f, "{what}: {source}"),
-            Error::Panic(m) => write!(f, "internal error (a bug in libpith, please report it): {m}"),
+            Error::Panic(m) => write!(
+                f,
+                "internal error (a bug in libpith, please report it): {m}"
+            ),
         }
     }
 }

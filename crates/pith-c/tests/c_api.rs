@@ -152,7 +152,7 @@ fn build_and_run(
     let dir = scratch(name);
     let exe = dir.join("c_api_test");
     let mut cc = Command::new(compiler);
-    cc.args(["-Wall", "-Wextra", "-Werror", "-g"])
+    cc.args(["-Wall", "-Wextra", "-Werror", "-g", "-pthread"])
         .arg("-I")
         .arg(include_dir())
         .args(args)

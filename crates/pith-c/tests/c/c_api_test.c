@@ -9,6 +9,8 @@
 
 #include "leveldb/c.h"
 
+#include <dirent.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +50,8 @@ static void expect_error(char** err, const char* part, int line) {
     fprintf(stderr, "line %d: error \"%s\" lacks \"%s\"\n", line, *err, part);
     exit(1);
   }
+  if (getenv("C_API_TEST_VERBOSE") != NULL)
+    fprintf(stderr, "line %d: expected error: %s\n", line, *err);
   leveldb_free(*err);
   *err = NULL;
 }
@@ -151,6 +155,23 @@ static int reverse_compare(void* state, const char* a, size_t alen,
   return -bytewise_compare(state, a, alen, b, blen);
 }
 
+/* Agrees with byte order except between two keys that both start with
+ * "zz", which it ranks the other way round: open's probe cannot see it,
+ * the keys a program writes and reads do. */
+static int sneaky_compare(void* state, const char* a, size_t alen,
+                          const char* b, size_t blen) {
+  int r = bytewise_compare(state, a, alen, b, blen);
+  if (alen >= 2 && blen >= 2 && memcmp(a, "zz", 2) == 0 &&
+      memcmp(b, "zz", 2) == 0)
+    return -r;
+  return r;
+}
+
+static const char* sneaky_name(void* state) {
+  (void)state;
+  return "test.sneaky";
+}
+
 static const char* bytewise_name(void* state) {
   (void)state;
   return "test.bytewise";
@@ -195,6 +216,76 @@ static uint8_t on_match(void* state, const char* k, size_t klen,
   if (v != NULL && vlen > 0) s->with_values++;
   snprintf(s->last_key, sizeof(s->last_key), "%.*s", (int)klen, k);
   return s->stop_after == 0 || s->matches < s->stop_after;
+}
+
+/* ---- threads sharing one handle ---- */
+
+struct worker {
+  leveldb_t* db;
+  int id;
+  int failures;
+};
+
+static void* work(void* arg) {
+  struct worker* w = (struct worker*)arg;
+  leveldb_writeoptions_t* wo = leveldb_writeoptions_create();
+  leveldb_readoptions_t* ro = leveldb_readoptions_create();
+  int i;
+  for (i = 0; i < 300; i++) {
+    char key[32], val[32];
+    char* err = NULL;
+    char* got;
+    size_t len;
+    snprintf(key, sizeof(key), "t%d-%05d", w->id, i);
+    snprintf(val, sizeof(val), "v%d-%d", w->id, i);
+    leveldb_put(w->db, wo, key, strlen(key), val, strlen(val), &err);
+    if (err != NULL) {
+      w->failures++;
+      leveldb_free(err);
+      err = NULL;
+    }
+    got = leveldb_get(w->db, ro, key, strlen(key), &len, &err);
+    if (err != NULL || got == NULL || len != strlen(val) ||
+        memcmp(got, val, len) != 0)
+      w->failures++;
+    leveldb_free(got);
+    leveldb_free(err);
+  }
+  leveldb_readoptions_destroy(ro);
+  leveldb_writeoptions_destroy(wo);
+  return NULL;
+}
+
+/* Flips bytes in the middle of the first segment file in `dir`; returns
+ * 1 when there was one. */
+static int corrupt_a_segment(const char* dir) {
+  DIR* d = opendir(dir);
+  struct dirent* e;
+  int done = 0;
+  if (d == NULL) return 0;
+  while (!done && (e = readdir(d)) != NULL) {
+    size_t n = strlen(e->d_name);
+    char path[1024];
+    FILE* f;
+    long size, at;
+    if (n < 4 || strcmp(e->d_name + n - 4, ".seg") != 0) continue;
+    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+    f = fopen(path, "r+b");
+    if (f == NULL) continue;
+    fseek(f, 0, SEEK_END);
+    size = ftell(f);
+    for (at = size / 3; at < size / 3 + 64 && at < size; at++) {
+      int c;
+      fseek(f, at, SEEK_SET);
+      c = fgetc(f);
+      fseek(f, at, SEEK_SET);
+      fputc(c ^ 0x5a, f);
+    }
+    fclose(f);
+    done = 1;
+  }
+  closedir(d);
+  return done;
 }
 
 static int dir_exists(const char* path) {
@@ -483,6 +574,23 @@ int main(int argc, char** argv) {
   CHECK(prop != NULL && strstr(prop, "verified") != NULL);
   leveldb_free(prop);
 
+  /* one handle shared by threads */
+  {
+    pthread_t threads[4];
+    struct worker workers[4];
+    for (i = 0; i < 4; i++) {
+      workers[i].db = db;
+      workers[i].id = i;
+      workers[i].failures = 0;
+      CHECK(pthread_create(&threads[i], NULL, work, &workers[i]) == 0);
+    }
+    for (i = 0; i < 4; i++) {
+      CHECK(pthread_join(threads[i], NULL) == 0);
+      CHECK(workers[i].failures == 0);
+    }
+    CHECK_GET(db, roptions, "t3-00299", "v3-299");
+  }
+
   /* destroy refuses an open database */
   leveldb_destroy_db(options, dbname, &err);
   EXPECT_ERROR(err, "locked");
@@ -550,6 +658,41 @@ int main(int argc, char** argv) {
   leveldb_comparator_destroy(bad_cmp);
   CHECK(destructor_calls == 2);
 
+  /* a comparator that disagrees only on some keys: open's probe passes,
+   * then the write, the iterator and the search that meet those keys
+   * report it */
+  cmp = leveldb_comparator_create(NULL, count_destructor, sneaky_compare,
+                                  sneaky_name);
+  leveldb_options_set_comparator(options, cmp);
+  db = leveldb_open(options, dbname2, &err);
+  CHECK_NO_ERROR(err);
+  wb = leveldb_writebatch_create();
+  leveldb_writebatch_put(wb, "zz1", 3, "1", 1);
+  leveldb_writebatch_put(wb, "zz2", 3, "2", 1);
+  leveldb_write(db, woptions, wb, &err);
+  EXPECT_ERROR(err, "test.sneaky");
+  leveldb_writebatch_destroy(wb);
+  CHECK_GET(db, roptions, "zz1", NULL); /* the refused batch wrote nothing */
+  leveldb_put(db, woptions, "zz1", 3, "1", 1, &err); /* one key: nothing to compare */
+  CHECK_NO_ERROR(err);
+  leveldb_put(db, woptions, "zz2", 3, "2", 1, &err);
+  CHECK_NO_ERROR(err);
+  iter = leveldb_create_iterator(db, roptions);
+  leveldb_iter_seek(iter, "zz", 2);
+  CHECK_ITER(iter, "zz1", "1");
+  leveldb_iter_next(iter);
+  CHECK(!leveldb_iter_valid(iter));
+  leveldb_iter_get_error(iter, &err);
+  EXPECT_ERROR(err, "test.sneaky");
+  leveldb_iter_destroy(iter);
+  memset(&slog, 0, sizeof(slog));
+  pith_search(db, NULL, "zz.*", 0, 0, &slog, on_match, &err);
+  EXPECT_ERROR(err, "test.sneaky");
+  leveldb_close(db);
+  leveldb_options_set_comparator(options, NULL);
+  leveldb_comparator_destroy(cmp);
+  CHECK(destructor_calls == 3);
+
   /* filter policies: accepted; a custom one never changes results */
   bloom = leveldb_filterpolicy_create_bloom(10);
   custom_policy = leveldb_filterpolicy_create(NULL, count_destructor,
@@ -577,7 +720,12 @@ int main(int argc, char** argv) {
   leveldb_options_set_filter_policy(options, NULL);
   leveldb_filterpolicy_destroy(custom_policy);
   leveldb_filterpolicy_destroy(bloom);
-  CHECK(destructor_calls == 3);
+  CHECK(destructor_calls == 4);
+
+  /* repair reports a damaged segment, naming it */
+  CHECK(corrupt_a_segment(dbname3));
+  leveldb_repair_db(options, dbname3, &err);
+  EXPECT_ERROR(err, "Corruption");
 
   /* destroy */
   leveldb_destroy_db(options, dbname, &err);
