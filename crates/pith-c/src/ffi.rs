@@ -180,3 +180,65 @@ pub(crate) unsafe fn array<'a, T>(p: *const T, n: usize, what: &'static str) -> 
     // SAFETY: not NULL, and the caller promises `n` readable elements.
     Ok(unsafe { std::slice::from_raw_parts(p, n) })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The message in `*slot`, freed.
+    fn take(slot: &mut *mut c_char) -> String {
+        assert!(!slot.is_null());
+        // SAFETY: the slot holds a NUL-terminated string from malloc.
+        let s = unsafe { CStr::from_ptr(*slot) }
+            .to_string_lossy()
+            .into_owned();
+        // SAFETY: from malloc, not used again.
+        unsafe { free((*slot).cast()) };
+        *slot = std::ptr::null_mut();
+        s
+    }
+
+    #[test]
+    fn a_panic_becomes_an_error_and_the_default() {
+        let mut slot: *mut c_char = std::ptr::null_mut();
+        let got = guard(&mut slot, 7, || -> Result<i32> { panic!("boom") });
+        assert_eq!(got, 7);
+        let message = take(&mut slot);
+        assert!(
+            message.contains("internal error") && message.contains("boom"),
+            "{message}"
+        );
+        // Without an errptr, the default only.
+        assert_eq!(guard_quiet(3, || -> Result<i32> { panic!("quiet") }), 3);
+    }
+
+    #[test]
+    fn success_leaves_the_slot_alone_and_failure_replaces_it() {
+        let mut slot = malloc_cstring("earlier");
+        let before = slot;
+        assert_eq!(guard(&mut slot, 0, || Ok(5)), 5);
+        assert_eq!(slot, before);
+        // The earlier message is freed (ASan runs would see a leak).
+        guard(&mut slot, (), || Err(Error::Null("the thing")));
+        assert_eq!(
+            take(&mut slot),
+            "Invalid argument: the thing is NULL; pass a valid pointer"
+        );
+    }
+
+    #[test]
+    fn buffers_and_arguments() {
+        let p = malloc_bytes(b"", false);
+        assert!(!p.is_null(), "an empty value is a buffer, not NULL");
+        // SAFETY: from malloc, not used again.
+        unsafe { free(p.cast()) };
+        let mut s = malloc_cstring("a\0b");
+        assert_eq!(take(&mut s), "a?b");
+        // SAFETY: NULL with length 0, and a live slice.
+        unsafe {
+            assert_eq!(bytes(std::ptr::null(), 0, "k").ok(), Some(&[][..]));
+            assert!(bytes(std::ptr::null(), 1, "k").is_err());
+            assert_eq!(bytes(b"xy".as_ptr().cast(), 2, "k").ok(), Some(&b"xy"[..]));
+        }
+    }
+}

@@ -55,8 +55,10 @@
  *                     segment (PithDB's memtable_bytes; default 64 MiB).
  * filter_policy       leveldb_filterpolicy_create_bloom(n) sets the bits
  *                     per key of PithDB's own per-segment Bloom filters
- *                     (0 turns them off). A custom policy is accepted and
- *                     never called: it cannot change any result.
+ *                     (0 turns them off). A custom policy is accepted: its
+ *                     name is read once (for "pith.options"), its filter
+ *                     functions are never called, so it cannot change any
+ *                     result.
  * comparator          see "Key order".
  * env                 only the default environment exists; accepted.
  * info_log            accepted (LevelDB's C API cannot create a logger).
@@ -300,8 +302,9 @@ LEVELDB_EXPORT void leveldb_comparator_destroy(leveldb_comparator_t*);
 
 /* ---- Filter policies ---- */
 
-/* A custom policy is accepted and never called (see the options above);
- * `destructor(state)` runs when it is destroyed. */
+/* A custom policy is accepted: `name` is called once, here; the filter
+ * functions are never called (see the options above). `destructor(state)`
+ * runs when it is destroyed. */
 LEVELDB_EXPORT leveldb_filterpolicy_t* leveldb_filterpolicy_create(
     void* state, void (*destructor)(void*),
     char* (*create_filter)(void*, const char* const* key_array,
