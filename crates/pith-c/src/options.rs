@@ -194,10 +194,9 @@ pub unsafe extern "C" fn leveldb_options_set_filter_policy(
     o: *mut leveldb_options_t,
     p: *mut leveldb_filterpolicy_t,
 ) {
-    // SAFETY: `p` is NULL or a live policy (read now, not kept).
-    let filter = unsafe { p.as_ref() }.map(|p| p.filter.clone());
-    // SAFETY: `o` is the caller's live options.
-    unsafe { set(o, |o| o.filter = filter) }
+    // SAFETY: `o` is the caller's live options; `p` is NULL or a live
+    // policy (read now, not kept).
+    unsafe { set(o, |o| o.filter = p.as_ref().map(|p| p.filter.clone())) }
 }
 
 /// See `leveldb_options_set_create_if_missing` in pith/c.h.
@@ -261,10 +260,9 @@ pub unsafe extern "C" fn leveldb_options_set_cache(
     o: *mut leveldb_options_t,
     c: *mut leveldb_cache_t,
 ) {
-    // SAFETY: `c` is NULL or a live cache (read now, not kept).
-    let capacity = unsafe { c.as_ref() }.map(|c| c.capacity);
-    // SAFETY: `o` is the caller's live options.
-    unsafe { set(o, |o| o.cache_capacity = capacity) }
+    // SAFETY: `o` is the caller's live options; `c` is NULL or a live
+    // cache (read now, not kept).
+    unsafe { set(o, |o| o.cache_capacity = c.as_ref().map(|c| c.capacity)) }
 }
 
 /// See `leveldb_options_set_block_size` in pith/c.h.
