@@ -38,11 +38,14 @@
  * on that order and cannot take another. A comparator given with
  * leveldb_options_set_comparator is therefore not used to order keys: it
  * is CALLED to check that it agrees with byte order. leveldb_open probes
- * it on a fixed set of key pairs, and writes, iterators and pith_search
- * call it on the keys they handle; the first disagreement is reported as
- * an error (open fails, a write is refused, an iterator stops with an
- * error from leveldb_iter_get_error). A comparator that agrees with
- * memcmp order is fine. Its name is reported by the "pith.options"
+ * it on a fixed set of key pairs; leveldb_write and pith_bulk_load call
+ * it on the keys of a batch (each against the next in byte order);
+ * iterators call it on each step and pith_search between consecutive
+ * matches. (A single leveldb_put or leveldb_delete has no second key to
+ * compare.) The first disagreement is reported as an error: open fails,
+ * the batch is refused whole, an iterator stops (not valid) with the error
+ * from leveldb_iter_get_error. A comparator that agrees with memcmp order
+ * works as in LevelDB. Its name is reported by the "pith.options"
  * property.
  *
  * What LevelDB's options mean here
