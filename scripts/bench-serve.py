@@ -13,9 +13,20 @@ PithDB with its log fsynced once a second. redis-benchmark's values are
 one repeated byte, so they compress far better than real data; say so
 when quoting the memory figures.
 
+With --data FILE (JSON Lines of {"key", "value"}, zstd-compressed or not),
+it measures memory on real data instead: the records are SET into both
+servers (pipelined), PithDB flushes (SAVE), and each server's memory is
+reported as above. Add --memory-limit SIZE and --copies N for the run
+larger than memory: N copies of the records (keys prefixed with the copy
+number) go into each server inside a memory cgroup of SIZE (page cache
+included, as `pith bench db` does), then random GETs of loaded keys are
+timed; Redis, which keeps everything in memory, is expected to be killed.
+
 Usage: scripts/bench-serve.py [--keys 1000000] [--size 1000] [--requests 200000]
-Needs redis-server and redis-benchmark (Debian: redis-server) and a release
-build of pith (built here if missing).
+       scripts/bench-serve.py --data FILE [--memory-limit 64M --copies 8]
+Needs redis-server and redis-benchmark (Debian: redis-server), zstd for a
+compressed --data file, and a release build of pith (built here if
+missing). The memory limit needs a writable memory cgroup (v1 or v2).
 """
 
 import argparse
@@ -77,6 +88,250 @@ def bench(port, args):
     return rows
 
 
+def records(path):
+    """(key, value) byte pairs of a JSON Lines file, zstd-compressed or not."""
+    if path.endswith(".zst"):
+        text = subprocess.run(["zstd", "-dc", path], check=True, capture_output=True).stdout
+    else:
+        with open(path, "rb") as f:
+            text = f.read()
+    out = []
+    for line in text.splitlines():
+        if line.strip():
+            r = json.loads(line)
+            out.append((r["key"].encode(), r["value"].encode()))
+    return out
+
+
+def resp(*args):
+    out = [b"*%d\r\n" % len(args)]
+    for a in args:
+        out.append(b"$%d\r\n%s\r\n" % (len(a), a))
+    return b"".join(out)
+
+
+class Conn:
+    """A minimal pipelining RESP client (replies are counted, and errors
+    raised, not parsed further: enough for loading and timing)."""
+
+    def __init__(self, port):
+        self.sock = socket.create_connection(("127.0.0.1", port))
+        self.buf = b""
+
+    def _line(self):
+        while b"\r\n" not in self.buf:
+            chunk = self.sock.recv(1 << 20)
+            if not chunk:
+                raise ConnectionError("server closed the connection")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\r\n", 1)
+        return line
+
+    def _exact(self, n):
+        while len(self.buf) < n + 2:
+            chunk = self.sock.recv(1 << 20)
+            if not chunk:
+                raise ConnectionError("server closed the connection")
+            self.buf += chunk
+        data, self.buf = self.buf[:n], self.buf[n + 2:]
+        return data
+
+    def reply(self):
+        line = self._line()
+        kind, rest = line[:1], line[1:]
+        if kind == b"-":
+            raise RuntimeError(rest.decode())
+        if kind == b"$":
+            n = int(rest)
+            return None if n < 0 else self._exact(n)
+        if kind == b"*":
+            return [self.reply() for _ in range(int(rest))]
+        return rest
+
+    def pipeline(self, commands):
+        self.sock.sendall(b"".join(resp(*c) for c in commands))
+        return [self.reply() for _ in commands]
+
+
+def load(port, recs, copies):
+    """SETs every record (`copies` times, keys prefixed with the copy
+    number when more than one), 1,000 commands per round trip."""
+    c = Conn(port)
+    batch = []
+    for copy in range(copies):
+        prefix = b"%d/" % copy if copies > 1 else b""
+        for k, v in recs:
+            batch.append((b"SET", prefix + k, v))
+            if len(batch) == 1000:
+                c.pipeline(batch)
+                batch = []
+    if batch:
+        c.pipeline(batch)
+    return c
+
+
+def timed_gets(port, keys, n, depth):
+    """n random GETs of `keys`, `depth` per round trip: (gets/s, p50 ms,
+    p99 ms of a round trip), and how many found nothing."""
+    import random
+
+    rng = random.Random(7)
+    c = Conn(port)
+    lat, missing = [], 0
+    start = time.perf_counter()
+    for _ in range(n // depth):
+        cmds = [(b"GET", keys[rng.randrange(len(keys))]) for _ in range(depth)]
+        t = time.perf_counter()
+        replies = c.pipeline(cmds)
+        lat.append((time.perf_counter() - t) * 1000)
+        missing += sum(r is None for r in replies)
+    total = time.perf_counter() - start
+    lat.sort()
+    return n / total, lat[len(lat) // 2], lat[int(len(lat) * 0.99)], missing
+
+
+def own_memory_cgroup():
+    """(this process's memory cgroup directory, version) or None."""
+    with open("/proc/self/cgroup") as f:
+        lines = f.read().splitlines()
+    for l in lines:
+        parts = l.split(":", 2)
+        if len(parts) == 3 and "memory" in parts[1].split(","):
+            root = "/sys/fs/cgroup/memory"
+            own = os.path.join(root, parts[2].lstrip("/"))
+            return (own if os.path.isdir(own) else root), 1
+    for l in lines:
+        if l.startswith("0::"):
+            return os.path.join("/sys/fs/cgroup", l[3:].lstrip("/")), 2
+    return None
+
+
+class Limited:
+    """A child memory cgroup of `limit` bytes for the processes started
+    with its `preexec`; removed on close."""
+
+    def __init__(self, limit, name):
+        found = own_memory_cgroup()
+        if not found:
+            sys.exit("no memory cgroup for this process: --memory-limit cannot be applied")
+        own, self.version = found
+        self.group = os.path.join(own, name)
+        os.makedirs(self.group, exist_ok=True)
+        files = ["memory.limit_in_bytes", "memory.memsw.limit_in_bytes"] if self.version == 1 else ["memory.max"]
+        for i, f in enumerate(files):
+            try:
+                with open(os.path.join(self.group, f), "w") as out:
+                    out.write(str(limit))
+            except OSError as e:
+                if i == 0:
+                    sys.exit(f"cannot limit memory in {self.group}: {e}")
+
+    def preexec(self):
+        with open(os.path.join(self.group, "cgroup.procs"), "w") as f:
+            f.write(str(os.getpid()))
+
+    def close(self):
+        try:
+            os.rmdir(self.group)
+        except OSError:
+            pass
+
+
+def parse_size(s):
+    s = s.strip().upper().removesuffix("IB").removesuffix("B")
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(s[-1:], 1)
+    return int(float(s.rstrip("KMG")) * mult)
+
+
+def start(name, work, port, limited=None):
+    os.makedirs(work, exist_ok=True)
+    if name == "redis":
+        cmd = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", work,
+               "--save", "", "--appendonly", "yes", "--appendfsync", "everysec"]
+    else:
+        cmd = [os.path.join(ROOT, "target", "release", "pith"), "serve", "--db",
+               os.path.join(work, "pith"), "--port", str(port), "--appendfsync", "everysec"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            preexec_fn=limited.preexec if limited else None)
+    wait_for(port, proc, name)
+    return proc
+
+
+def stop(proc, port):
+    subprocess.run(["redis-cli", "-p", str(port), "shutdown", "nosave"], capture_output=True)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def data_run(a):
+    """Memory for the same real records in both servers; with a memory
+    limit, the run larger than memory."""
+    recs = records(a.data)
+    raw = sum(len(k) + len(v) for k, v in recs) * a.copies
+    limit = parse_size(a.memory_limit) if a.memory_limit else None
+    work = tempfile.mkdtemp(prefix="pith-bench-serve-")
+    report = {"bench": "serve-data", "data": os.path.basename(a.data), "records": len(recs) * a.copies,
+              "raw_bytes": raw, "memory_limit": limit, "servers": {}}
+    try:
+        for name in ["pith", "redis"]:
+            port = free_port()
+            limited = Limited(limit, f"pith-bench-serve-{name}-{os.getpid()}") if limit else None
+            proc = start(name, os.path.join(work, name), port, limited)
+            figures = {}
+            try:
+                t = time.perf_counter()
+                c = load(port, recs, a.copies)
+                figures["load_s"] = round(time.perf_counter() - t, 2)
+                if name == "pith":
+                    c.pipeline([(b"SAVE",)])
+                time.sleep(2)
+                figures["rss_bytes"] = rss_bytes(proc.pid)
+                if name == "redis":
+                    figures["used_memory"] = int(info(port, "memory")["used_memory"])
+                figures["keys"] = int(c.pipeline([(b"DBSIZE",)])[0])
+                if limit:
+                    keys = [(b"%d/" % i if a.copies > 1 else b"") + k
+                            for i in range(a.copies) for k, _ in recs]
+                    for depth in [1, 16]:
+                        rps, p50, p99, missing = timed_gets(port, keys, a.requests, depth)
+                        figures[f"get_P{depth}"] = {"rps": round(rps), "p50_ms": round(p50, 3),
+                                                   "p99_ms": round(p99, 3), "missing": missing}
+                figures["status"] = "ok"
+            except (ConnectionError, RuntimeError, OSError) as e:
+                code = proc.poll()
+                figures["status"] = f"failed: {e}" + (f" (exit {code}, killed)" if code and code < 0 else "")
+            finally:
+                if proc.poll() is None:
+                    stop(proc, port)
+                if limited:
+                    limited.close()
+            report["servers"][name] = figures
+        where = f", inside a {limit / 2**20:.0f} MiB memory cgroup" if limit else ""
+        print(f"{report['records']:,} records of {os.path.basename(a.data)} ({raw / 1e6:.1f} MB of keys and values)"
+              f" SET into each server{where}; PithDB flushed (SAVE) before measuring")
+        for name, f in report["servers"].items():
+            line = f"  {name:<6} {f['status']}"
+            if "rss_bytes" in f:
+                line += f"; load {f['load_s']} s; RSS {f['rss_bytes'] / 1e6:.1f} MB"
+            if "used_memory" in f:
+                line += f"; used_memory {f['used_memory'] / 1e6:.1f} MB"
+            for depth in [1, 16]:
+                g = f.get(f"get_P{depth}")
+                if g:
+                    line += (f"; GET -P {depth}: {g['rps']:,} /s, round trip p50 {g['p50_ms']} ms p99 {g['p99_ms']} ms"
+                             f", {g['missing']} missing")
+            print(line)
+        p, r = report["servers"].get("pith", {}), report["servers"].get("redis", {})
+        if "rss_bytes" in p and "used_memory" in r:
+            report["pith_rss_over_redis_used_memory"] = round(p["rss_bytes"] / r["used_memory"], 3)
+            print(f"  pith RSS / redis used_memory: {report['pith_rss_over_redis_used_memory']:.3f}")
+        print(json.dumps(report))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 def info(port, section):
     out = subprocess.run(
         ["redis-cli", "-p", str(port), "info", section], check=True, capture_output=True, text=True
@@ -91,12 +346,18 @@ def main():
     ap.add_argument("--keys", type=int, default=1_000_000)
     ap.add_argument("--size", type=int, default=1000)
     ap.add_argument("--requests", type=int, default=200_000)
+    ap.add_argument("--data", help="JSON Lines records to measure memory on")
+    ap.add_argument("--copies", type=int, default=1)
+    ap.add_argument("--memory-limit", help="memory cgroup limit for each server, e.g. 64M")
     a = ap.parse_args()
     for tool in ["redis-server", "redis-benchmark", "redis-cli"]:
         if not shutil.which(tool):
             sys.exit(f"{tool} not found (Debian: apt-get install redis-server)")
     pith = os.path.join(ROOT, "target", "release", "pith")
     subprocess.run(["cargo", "build", "--release", "-q", "-p", "pith-cli"], cwd=ROOT, check=True)
+    if a.data:
+        data_run(a)
+        return
     work = tempfile.mkdtemp(prefix="pith-bench-serve-")
     servers = {}
     try:

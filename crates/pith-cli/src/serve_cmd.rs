@@ -14,8 +14,9 @@ use crate::CliError;
 #[command(after_help = "\
 Speaks RESP2 and RESP3 (HELLO 3); any Redis client connects unchanged. Stops cleanly on \
 SHUTDOWN, SIGTERM or Ctrl-C. A bind address other than loopback needs --requirepass \
-(protected mode). Keys with expiry (SET EX/PX, EXPIRE...) are not supported yet: those \
-commands answer an error.")]
+(protected mode). TLS: --tls-port with --tls-cert-file and --tls-key-file (PEM) adds a \
+listener that speaks TLS (clients: redis-cli --tls --cacert ...). docs/server.md has the \
+commands and every difference from Redis.")]
 pub struct ServeArgs {
     /// Database directory (created if missing).
     #[arg(long)]
@@ -47,6 +48,15 @@ pub struct ServeArgs {
     /// Most unparsed request bytes per client (default 1gb).
     #[arg(long = "client-query-buffer-limit")]
     client_query_buffer_limit: Option<String>,
+    /// A port for TLS connections, beside the plain one (default 0: none).
+    #[arg(long = "tls-port")]
+    tls_port: Option<u16>,
+    /// The server's certificate chain (PEM), for --tls-port.
+    #[arg(long = "tls-cert-file")]
+    tls_cert_file: Option<String>,
+    /// The certificate's private key (PEM), for --tls-port.
+    #[arg(long = "tls-key-file")]
+    tls_key_file: Option<String>,
 }
 
 /// `pith serve`.
@@ -56,6 +66,7 @@ pub fn serve(args: &ServeArgs) -> Result<(), CliError> {
         config.read_file(path).map_err(CliError::Usage)?;
     }
     let port = args.port.map(|p| p.to_string());
+    let tls_port = args.tls_port.map(|p| p.to_string());
     for (name, value) in [
         ("bind", &args.bind),
         ("port", &port),
@@ -65,6 +76,9 @@ pub fn serve(args: &ServeArgs) -> Result<(), CliError> {
         ("timeout", &args.timeout),
         ("proto-max-bulk-len", &args.proto_max_bulk_len),
         ("client-query-buffer-limit", &args.client_query_buffer_limit),
+        ("tls-port", &tls_port),
+        ("tls-cert-file", &args.tls_cert_file),
+        ("tls-key-file", &args.tls_key_file),
     ] {
         if let Some(v) = value {
             config

@@ -3,7 +3,7 @@
 //! commands), `pith serve` flags, and CONFIG SET at run time. One setter,
 //! [`Config::set`], parses every source the same way.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// When an acknowledged write is on disk (`appendfsync`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,6 +59,12 @@ pub struct Config {
     /// Most commands a MULTI may queue (`pith-multi-max-commands`; Redis
     /// bounds it only by memory).
     pub multi_max_commands: usize,
+    /// TLS port (`tls-port`); 0: no TLS listener.
+    pub tls_port: u16,
+    /// The server's certificate chain, PEM (`tls-cert-file`).
+    pub tls_cert_file: Option<PathBuf>,
+    /// The certificate's private key, PEM (`tls-key-file`).
+    pub tls_key_file: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -73,6 +79,9 @@ impl Default for Config {
             client_query_buffer_limit: 1 << 30,
             timeout: 0,
             multi_max_commands: 100_000,
+            tls_port: 0,
+            tls_cert_file: None,
+            tls_key_file: None,
         }
     }
 }
@@ -90,10 +99,13 @@ pub const NAMES: &[&str] = &[
     "pith-multi-max-commands",
     "save",
     "appendonly",
+    "tls-port",
+    "tls-cert-file",
+    "tls-key-file",
 ];
 
 /// Settings that cannot change while the server runs.
-const AT_START_ONLY: &[&str] = &["bind", "port"];
+const AT_START_ONLY: &[&str] = &["bind", "port", "tls-port", "tls-cert-file", "tls-key-file"];
 
 fn memory(value: &str) -> Result<usize, String> {
     let v = value.to_ascii_lowercase();
@@ -118,6 +130,13 @@ fn memory(value: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("'{value}' is too large"))
 }
 
+/// A path setting as CONFIG GET shows it (empty when unset).
+fn path_text(p: &Option<PathBuf>) -> String {
+    p.as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_default()
+}
+
 impl Config {
     /// Sets `name` (as in redis.conf, any case) from `value`.
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
@@ -137,6 +156,12 @@ impl Config {
                 self.port = u16::try_from(number(value)?)
                     .map_err(|_| format!("port {value} is out of range"))?
             }
+            "tls-port" => {
+                self.tls_port = u16::try_from(number(value)?)
+                    .map_err(|_| format!("tls-port {value} is out of range"))?
+            }
+            "tls-cert-file" => self.tls_cert_file = (!value.is_empty()).then(|| value.into()),
+            "tls-key-file" => self.tls_key_file = (!value.is_empty()).then(|| value.into()),
             "requirepass" => self.requirepass = (!value.is_empty()).then(|| value.to_string()),
             "appendfsync" => {
                 self.appendfsync = match value.to_ascii_lowercase().as_str() {
@@ -191,6 +216,9 @@ impl Config {
             "pith-multi-max-commands" => self.multi_max_commands.to_string(),
             "save" => String::new(),
             "appendonly" => "yes".into(),
+            "tls-port" => self.tls_port.to_string(),
+            "tls-cert-file" => path_text(&self.tls_cert_file),
+            "tls-key-file" => path_text(&self.tls_key_file),
             _ => return None,
         })
     }

@@ -14,8 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Buf, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use crate::config::Appendfsync;
 use crate::resp::{self, Limits, Reply};
@@ -23,8 +22,12 @@ use crate::server::{ClientEntry, Server, SessionInfo};
 use crate::session::{After, Session};
 use crate::store::lock;
 
-/// Serves `stream` until the client leaves, is killed, or errs.
-pub async fn serve(server: Arc<Server>, mut stream: TcpStream, entry: Arc<ClientEntry>) {
+/// Serves `stream` (a TCP stream, or a TLS session over one) until the
+/// client leaves, is killed, or errs.
+pub async fn serve<S>(server: Arc<Server>, mut stream: S, entry: Arc<ClientEntry>)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     let id = entry.id;
     let authed = lock(&server.config).requirepass.is_none();
     let mut session = Session::new(SessionInfo {
@@ -33,7 +36,6 @@ pub async fn serve(server: Arc<Server>, mut stream: TcpStream, entry: Arc<Client
         authed,
         entry: entry.clone(),
     });
-    let _ = stream.set_nodelay(true);
     let mut input = BytesMut::with_capacity(16 << 10);
     let mut output = Vec::with_capacity(16 << 10);
     'conn: loop {

@@ -13,12 +13,13 @@
 //! `config`, `glob`, `store` (the keyspace on the engine: one writer at a
 //! time, WATCH), `server` (shared state), `cmd` (the command table),
 //! `session` (AUTH, HELLO, MULTI/EXEC), `conn` (a tokio connection loop),
-//! then this file (listening, signals, shutdown).
+//! `tls` (the `tls-port` listener's rustls configuration), then this file
+//! (listening, signals, shutdown).
 //!
 //! What runs: RESP2 and RESP3 (after `HELLO 3`), inline commands,
-//! pipelining; the string and keyspace commands, transactions, and the
-//! server commands clients need (see `cmd`). Not yet: keys with expiry
-//! (EX/PX and the EXPIRE family answer an error naming the option).
+//! pipelining, TLS on a port of its own; the string, keyspace and expiry
+//! commands, transactions, and the server commands clients need (see
+//! `cmd`).
 
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
@@ -33,6 +34,7 @@ pub mod resp;
 mod server;
 mod session;
 mod store;
+mod tls;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -70,6 +72,8 @@ pub struct Running {
     server: std::sync::Weak<Server>,
     /// Addresses listened on (with the port the OS chose for port 0).
     pub addrs: Vec<SocketAddr>,
+    /// Addresses listened on for TLS (empty without `tls-port`).
+    pub tls_addrs: Vec<SocketAddr>,
     done: tokio::sync::oneshot::Receiver<Result<(), ServerError>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -98,21 +102,35 @@ impl Running {
     }
 }
 
-/// Checks settings that must hold before anything is opened.
-fn check(config: &Config) -> Result<(), ServerError> {
+/// Checks settings that must hold before anything is opened; the TLS
+/// acceptor when `tls-port` is set.
+fn check(config: &Config) -> Result<Option<tokio_rustls::TlsAcceptor>, ServerError> {
     if !config.loopback_only() && config.requirepass.is_none() {
         return Err(ServerError::Config(format!(
             "refusing to listen on {} without a password (protected mode): set requirepass, or bind 127.0.0.1",
             config.bind.join(" ")
         )));
     }
-    Ok(())
+    if config.tls_port == 0 {
+        return Ok(None);
+    }
+    match (&config.tls_cert_file, &config.tls_key_file) {
+        (Some(cert), Some(key)) => tls::acceptor(cert, key)
+            .map(Some)
+            .map_err(ServerError::Config),
+        _ => Err(ServerError::Config(
+            "tls-port needs tls-cert-file and tls-key-file".into(),
+        )),
+    }
 }
+
+/// A listening socket, and the TLS acceptor when it is the TLS port.
+type Listener = (tokio::net::TcpListener, Option<tokio_rustls::TlsAcceptor>);
 
 /// Opens the database in `dir` and serves it on a thread of its own;
 /// returns once it listens.
 pub fn start(dir: &Path, config: Config) -> Result<Running, ServerError> {
-    check(&config)?;
+    let tls = check(&config)?;
     let db = pith::DB::open(dir, pith::Options::default())?;
     let store = store::Store::new(db, config.appendfsync.write_options());
     let server = Arc::new(Server::new(store, config.clone()));
@@ -122,23 +140,33 @@ pub fn start(dir: &Path, config: Config) -> Result<Running, ServerError> {
         .build()
         .map_err(ServerError::Runtime)?;
     let listeners = runtime.block_on(async {
-        let mut out = Vec::new();
-        for host in &config.bind {
-            let host = host.trim_start_matches('-');
-            let addr = match host.contains(':') {
-                true => format!("[{host}]:{}", config.port),
-                false => format!("{host}:{}", config.port),
-            };
-            let l = tokio::net::TcpListener::bind(&addr)
-                .await
-                .map_err(|source| ServerError::Listen { addr, source })?;
-            out.push(l);
+        let mut out: Vec<Listener> = Vec::new();
+        let ports =
+            std::iter::once((config.port, None)).chain(tls.map(|t| (config.tls_port, Some(t))));
+        for (port, tls) in ports {
+            for host in &config.bind {
+                let host = host.trim_start_matches('-');
+                let addr = match host.contains(':') {
+                    true => format!("[{host}]:{port}"),
+                    false => format!("{host}:{port}"),
+                };
+                let l = tokio::net::TcpListener::bind(&addr)
+                    .await
+                    .map_err(|source| ServerError::Listen { addr, source })?;
+                out.push((l, tls.clone()));
+            }
         }
         Ok::<_, ServerError>(out)
     })?;
     let addrs = listeners
         .iter()
-        .filter_map(|l| l.local_addr().ok())
+        .filter(|l| l.1.is_none())
+        .filter_map(|l| l.0.local_addr().ok())
+        .collect();
+    let tls_addrs = listeners
+        .iter()
+        .filter(|l| l.1.is_some())
+        .filter_map(|l| l.0.local_addr().ok())
         .collect();
     let (tx, rx) = tokio::sync::oneshot::channel();
     let shared = server.clone();
@@ -164,6 +192,7 @@ pub fn start(dir: &Path, config: Config) -> Result<Running, ServerError> {
     Ok(Running {
         server: Arc::downgrade(&server),
         addrs,
+        tls_addrs,
         done: rx,
         thread: Some(thread),
     })
@@ -175,17 +204,17 @@ pub fn serve_blocking(dir: &Path, config: Config) -> Result<(), ServerError> {
     for a in &running.addrs {
         eprintln!("pith serve: {} on {a}", PathBuf::from(dir).display());
     }
+    for a in &running.tls_addrs {
+        eprintln!("pith serve: {} on {a} (TLS)", PathBuf::from(dir).display());
+    }
     running.wait()
 }
 
-async fn run(
-    server: Arc<Server>,
-    listeners: Vec<tokio::net::TcpListener>,
-) -> Result<(), ServerError> {
+async fn run(server: Arc<Server>, listeners: Vec<Listener>) -> Result<(), ServerError> {
     let mut tasks = tokio::task::JoinSet::new();
-    for listener in listeners {
+    for (listener, tls) in listeners {
         let server = server.clone();
-        tasks.spawn(accept_loop(server, listener));
+        tasks.spawn(accept_loop(server, listener, tls));
     }
     let syncer = tokio::spawn(sync_every_second(server.clone()));
     let signals = tokio::spawn(stop_on_signal(server.clone()));
@@ -200,7 +229,11 @@ async fn run(
     Ok(())
 }
 
-async fn accept_loop(server: Arc<Server>, listener: tokio::net::TcpListener) {
+async fn accept_loop(
+    server: Arc<Server>,
+    listener: tokio::net::TcpListener,
+    tls: Option<tokio_rustls::TlsAcceptor>,
+) {
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
@@ -214,9 +247,27 @@ async fn accept_loop(server: Arc<Server>, listener: tokio::net::TcpListener) {
             tokio::time::sleep(Duration::from_millis(10)).await;
             continue;
         };
+        let _ = stream.set_nodelay(true);
         match server.connect(addr) {
-            Some(entry) => {
-                tokio::spawn(conn::serve(server.clone(), stream, entry));
+            Some(entry) => match &tls {
+                None => {
+                    tokio::spawn(conn::serve(server.clone(), stream, entry));
+                }
+                Some(acceptor) => {
+                    let (server, acceptor) = (server.clone(), acceptor.clone());
+                    tokio::spawn(async move {
+                        let limit = Duration::from_secs(tls::HANDSHAKE_SECONDS);
+                        match tokio::time::timeout(limit, acceptor.accept(stream)).await {
+                            Ok(Ok(session)) => conn::serve(server, session, entry).await,
+                            // A failed or slow handshake: the client goes.
+                            _ => server.disconnect(entry.id),
+                        }
+                    });
+                }
+            },
+            None if tls.is_some() => {
+                // No error reply in clear text on a TLS port.
+                drop(stream);
             }
             None => {
                 use tokio::io::AsyncWriteExt;
