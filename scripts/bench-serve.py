@@ -215,6 +215,7 @@ class Limited:
         if not found:
             sys.exit("no memory cgroup for this process: --memory-limit cannot be applied")
         own, self.version = found
+        self.limit = limit
         self.group = os.path.join(own, name)
         os.makedirs(self.group, exist_ok=True)
         files = ["memory.limit_in_bytes", "memory.memsw.limit_in_bytes"] if self.version == 1 else ["memory.max"]
@@ -251,6 +252,10 @@ def start(name, work, port, limited=None):
     else:
         cmd = [os.path.join(ROOT, "target", "release", "pith"), "serve", "--db",
                os.path.join(work, "pith"), "--port", str(port), "--appendfsync", "everysec"]
+        if limited:
+            # Recent writes and builds within an eighth of the limit each.
+            cmd += ["--pith-memtable-size", str(limited.limit // 8),
+                    "--pith-build-memory", str(limited.limit // 8)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             preexec_fn=limited.preexec if limited else None)
     wait_for(port, proc, name)

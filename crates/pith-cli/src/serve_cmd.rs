@@ -48,6 +48,12 @@ pub struct ServeArgs {
     /// Most unparsed request bytes per client (default 1gb).
     #[arg(long = "client-query-buffer-limit")]
     client_query_buffer_limit: Option<String>,
+    /// Memory for recent writes before a flush to a segment (default 64mb).
+    #[arg(long = "pith-memtable-size")]
+    pith_memtable_size: Option<String>,
+    /// Memory budget of a segment build (default 0: the engine's defaults).
+    #[arg(long = "pith-build-memory")]
+    pith_build_memory: Option<String>,
     /// A port for TLS connections, beside the plain one (default 0: none).
     #[arg(long = "tls-port")]
     tls_port: Option<u16>,
@@ -76,6 +82,8 @@ pub fn serve(args: &ServeArgs) -> Result<(), CliError> {
         ("timeout", &args.timeout),
         ("proto-max-bulk-len", &args.proto_max_bulk_len),
         ("client-query-buffer-limit", &args.client_query_buffer_limit),
+        ("pith-memtable-size", &args.pith_memtable_size),
+        ("pith-build-memory", &args.pith_build_memory),
         ("tls-port", &tls_port),
         ("tls-cert-file", &args.tls_cert_file),
         ("tls-key-file", &args.tls_key_file),

@@ -59,6 +59,12 @@ pub struct Config {
     /// Most commands a MULTI may queue (`pith-multi-max-commands`; Redis
     /// bounds it only by memory).
     pub multi_max_commands: usize,
+    /// The engine's memtable size (`pith-memtable-size`): memory held by
+    /// recent writes before a flush writes them to a segment.
+    pub memtable_bytes: usize,
+    /// The engine's memory budget for a segment build
+    /// (`pith-build-memory`; 0: the engine's defaults).
+    pub build_memory_bytes: usize,
     /// TLS port (`tls-port`); 0: no TLS listener.
     pub tls_port: u16,
     /// The server's certificate chain, PEM (`tls-cert-file`).
@@ -79,6 +85,8 @@ impl Default for Config {
             client_query_buffer_limit: 1 << 30,
             timeout: 0,
             multi_max_commands: 100_000,
+            memtable_bytes: 64 << 20,
+            build_memory_bytes: 0,
             tls_port: 0,
             tls_cert_file: None,
             tls_key_file: None,
@@ -97,6 +105,8 @@ pub const NAMES: &[&str] = &[
     "client-query-buffer-limit",
     "timeout",
     "pith-multi-max-commands",
+    "pith-memtable-size",
+    "pith-build-memory",
     "save",
     "appendonly",
     "tls-port",
@@ -105,7 +115,15 @@ pub const NAMES: &[&str] = &[
 ];
 
 /// Settings that cannot change while the server runs.
-const AT_START_ONLY: &[&str] = &["bind", "port", "tls-port", "tls-cert-file", "tls-key-file"];
+const AT_START_ONLY: &[&str] = &[
+    "bind",
+    "port",
+    "tls-port",
+    "tls-cert-file",
+    "tls-key-file",
+    "pith-memtable-size",
+    "pith-build-memory",
+];
 
 fn memory(value: &str) -> Result<usize, String> {
     let v = value.to_ascii_lowercase();
@@ -138,6 +156,15 @@ fn path_text(p: &Option<PathBuf>) -> String {
 }
 
 impl Config {
+    /// The engine options these settings choose.
+    pub fn engine_options(&self) -> pith::Options {
+        pith::Options {
+            memtable_bytes: self.memtable_bytes,
+            build_memory_bytes: (self.build_memory_bytes > 0).then_some(self.build_memory_bytes),
+            ..pith::Options::default()
+        }
+    }
+
     /// Sets `name` (as in redis.conf, any case) from `value`.
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
         let number = |v: &str| {
@@ -182,6 +209,8 @@ impl Config {
             }
             "timeout" => self.timeout = number(value)?,
             "pith-multi-max-commands" => self.multi_max_commands = number(value)?.max(1) as usize,
+            "pith-memtable-size" => self.memtable_bytes = memory(value)?.max(64 << 10),
+            "pith-build-memory" => self.build_memory_bytes = memory(value)?,
             // Read by clients (redis-benchmark asks), fixed here: every
             // write goes to the log, and there are no snapshots.
             "save" | "appendonly" => {
@@ -214,6 +243,8 @@ impl Config {
             "client-query-buffer-limit" => self.client_query_buffer_limit.to_string(),
             "timeout" => self.timeout.to_string(),
             "pith-multi-max-commands" => self.multi_max_commands.to_string(),
+            "pith-memtable-size" => self.memtable_bytes.to_string(),
+            "pith-build-memory" => self.build_memory_bytes.to_string(),
             "save" => String::new(),
             "appendonly" => "yes".into(),
             "tls-port" => self.tls_port.to_string(),

@@ -30,6 +30,7 @@ mod conn;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzz;
 pub mod glob;
+mod memory;
 pub mod resp;
 mod server;
 mod session;
@@ -131,7 +132,8 @@ type Listener = (tokio::net::TcpListener, Option<tokio_rustls::TlsAcceptor>);
 /// returns once it listens.
 pub fn start(dir: &Path, config: Config) -> Result<Running, ServerError> {
     let tls = check(&config)?;
-    let db = pith::DB::open(dir, pith::Options::default())?;
+    memory::one_arena();
+    let db = pith::DB::open(dir, config.engine_options())?;
     let store = store::Store::new(db, config.appendfsync.write_options());
     let server = Arc::new(Server::new(store, config.clone()));
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -216,7 +218,7 @@ async fn run(server: Arc<Server>, listeners: Vec<Listener>) -> Result<(), Server
         let server = server.clone();
         tasks.spawn(accept_loop(server, listener, tls));
     }
-    let syncer = tokio::spawn(sync_every_second(server.clone()));
+    let syncer = tokio::spawn(every_second(server.clone()));
     let signals = tokio::spawn(stop_on_signal(server.clone()));
     while tasks.join_next().await.is_some() {}
     syncer.abort();
@@ -279,16 +281,40 @@ async fn accept_loop(
     }
 }
 
-/// `appendfsync everysec`: syncs the log once a second when it is the
-/// policy (checked each tick, so CONFIG SET takes effect).
-async fn sync_every_second(server: Arc<Server>) {
+/// Once a second: syncs the log when `appendfsync everysec` is the policy
+/// (checked each tick, so CONFIG SET takes effect), and returns freed heap
+/// memory to the system once a flush or merge has finished (the segment
+/// list changed since the last tick; see `memory`), on that tick and the
+/// next.
+async fn every_second(server: Arc<Server>) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let mut segments: Vec<u64> = Vec::new();
+    let mut trims_left = 0;
     loop {
         tick.tick().await;
         let policy = store::lock(&server.config).appendfsync;
-        if policy == Appendfsync::Everysec {
-            let s = server.clone();
-            let _ = tokio::task::spawn_blocking(move || s.store.db().sync_wal()).await;
+        let s = server.clone();
+        let now = tokio::task::spawn_blocking(move || {
+            if policy == Appendfsync::Everysec {
+                let _ = s.store.db().sync_wal();
+            }
+            s.store
+                .db()
+                .stats()
+                .map(|st| st.segments.iter().map(|x| x.number).collect::<Vec<u64>>())
+        })
+        .await;
+        if let Ok(Ok(now)) = now {
+            if now != segments {
+                segments = now;
+                // This tick and the next: the build's thread may still
+                // be letting go of the memtable when the list changes.
+                trims_left = 2;
+            }
+        }
+        if trims_left > 0 {
+            trims_left -= 1;
+            let _ = tokio::task::spawn_blocking(memory::release_free_memory).await;
         }
     }
 }
