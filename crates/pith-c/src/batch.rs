@@ -1,49 +1,33 @@
 //! Write batches: put, delete, clear, iterate, append.
 //!
-//! The engine's `WriteBatch` cannot list its operations, and LevelDB's
-//! `leveldb_writebatch_iterate` and `_append` need them, so a
-//! [`leveldb_writebatch_t`] keeps its own list, in the order given, and
-//! builds an engine batch from it at `leveldb_write` (the list is kept, so
-//! a batch can be written again, as in LevelDB). Used by one thread at a
-//! time.
+//! A [`leveldb_writebatch_t`] is an engine `WriteBatch`, which keeps its
+//! operations encoded in order and lists them (`iterate`) and appends
+//! another batch's (`append`); `leveldb_write` writes a copy, so a batch
+//! can be written again, as in LevelDB. Used by one thread at a time.
 
 use std::ffi::{c_char, c_void};
 
 use crate::ffi::{self, guard_quiet};
 use crate::handle;
 
-/// One operation of a batch.
-#[derive(Clone, Debug)]
-enum Op {
-    Put(Vec<u8>, Vec<u8>),
-    Delete(Vec<u8>),
-}
-
 /// A write batch (`leveldb_writebatch_create`).
 #[derive(Clone, Debug, Default)]
 pub struct leveldb_writebatch_t {
-    ops: Vec<Op>,
+    batch: engine::WriteBatch,
 }
 
 impl leveldb_writebatch_t {
-    /// The engine batch doing the same, in the same order.
+    /// The engine batch to write (a copy: the batch can be written again).
     pub(crate) fn engine(&self) -> engine::WriteBatch {
-        let mut b = engine::WriteBatch::new();
-        for op in &self.ops {
-            match op {
-                Op::Put(k, v) => b.put(k, v),
-                Op::Delete(k) => b.delete(k),
-            };
-        }
-        b
+        self.batch.clone()
     }
 
     /// Every key the batch touches (with repeats).
     pub(crate) fn keys(&self) -> Vec<&[u8]> {
-        self.ops
+        self.batch
             .iter()
             .map(|op| match op {
-                Op::Put(k, _) | Op::Delete(k) => k.as_slice(),
+                engine::BatchOp::Put { key, .. } | engine::BatchOp::Delete { key } => key,
             })
             .collect()
     }
@@ -73,7 +57,7 @@ pub unsafe extern "C" fn leveldb_writebatch_clear(b: *mut leveldb_writebatch_t) 
     guard_quiet((), || {
         // SAFETY: the caller's live batch, used by this thread only.
         unsafe { handle::get_mut(b, "the write batch") }?
-            .ops
+            .batch
             .clear();
         Ok(())
     })
@@ -98,7 +82,7 @@ pub unsafe extern "C" fn leveldb_writebatch_put(
                 ffi::bytes(val, vlen, "the value")?,
             )
         };
-        b.ops.push(Op::Put(key.to_vec(), val.to_vec()));
+        b.batch.put(key, val);
         Ok(())
     })
 }
@@ -119,7 +103,7 @@ pub unsafe extern "C" fn leveldb_writebatch_delete(
                 ffi::bytes(key, klen, "the key")?,
             )
         };
-        b.ops.push(Op::Delete(key.to_vec()));
+        b.batch.delete(key);
         Ok(())
     })
 }
@@ -138,11 +122,17 @@ pub unsafe extern "C" fn leveldb_writebatch_iterate(
     guard_quiet((), || {
         // SAFETY: the caller's live batch.
         let b = unsafe { handle::get(b, "the write batch") }?;
-        for op in &b.ops {
+        for op in b.batch.iter() {
             match (op, put, deleted) {
                 // SAFETY: the callbacks were given with this state; the
                 // slices are valid during the call.
-                (Op::Put(k, v), Some(f), _) => unsafe {
+                (
+                    engine::BatchOp::Put {
+                        key: k, value: v, ..
+                    },
+                    Some(f),
+                    _,
+                ) => unsafe {
                     f(
                         state,
                         k.as_ptr().cast(),
@@ -152,7 +142,9 @@ pub unsafe extern "C" fn leveldb_writebatch_iterate(
                     )
                 },
                 // SAFETY: as above.
-                (Op::Delete(k), _, Some(f)) => unsafe { f(state, k.as_ptr().cast(), k.len()) },
+                (engine::BatchOp::Delete { key: k }, _, Some(f)) => unsafe {
+                    f(state, k.as_ptr().cast(), k.len())
+                },
                 _ => {}
             }
         }
@@ -170,13 +162,13 @@ pub unsafe extern "C" fn leveldb_writebatch_append(
         // SAFETY: the caller's live batches; appending a batch to itself
         // is allowed, so the source is copied before the destination is
         // borrowed mutably.
-        let ops = unsafe { handle::get(source, "the source batch") }?
-            .ops
+        let source = unsafe { handle::get(source, "the source batch") }?
+            .batch
             .clone();
         // SAFETY: as above; no other borrow of it is alive.
         unsafe { handle::get_mut(destination, "the destination batch") }?
-            .ops
-            .extend(ops);
+            .batch
+            .append(&source);
         Ok(())
     })
 }

@@ -103,6 +103,28 @@ impl WriteBatch {
         self.rep[8..12].copy_from_slice(&self.count.to_le_bytes());
     }
 
+    /// Appends every operation of `other`, in order (after this batch's
+    /// own, so they win over them on the same key).
+    pub fn append(&mut self, other: &WriteBatch) -> &mut Self {
+        self.rep.extend_from_slice(&other.rep[HEADER..]);
+        self.count += other.count;
+        self.rep[8..12].copy_from_slice(&self.count.to_le_bytes());
+        self
+    }
+
+    /// The operations, in the order they were added (LevelDB's
+    /// `WriteBatch::Iterate`).
+    pub fn iter(&self) -> impl Iterator<Item = BatchOp<'_>> + '_ {
+        self.ops().map(|op| match op.kind {
+            Kind::Put => BatchOp::Put {
+                key: op.key,
+                value: op.value,
+                deadline: (op.deadline != NO_DEADLINE).then_some(op.deadline),
+            },
+            Kind::Delete => BatchOp::Delete { key: op.key },
+        })
+    }
+
     /// Number of operations.
     pub fn len(&self) -> usize {
         self.count as usize
@@ -138,6 +160,26 @@ impl WriteBatch {
             left: self.count,
         }
     }
+}
+
+/// One operation of a [`WriteBatch`], as [`WriteBatch::iter`] shows it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BatchOp<'a> {
+    /// A put of `value` under `key`, expiring at `deadline` (milliseconds
+    /// since the Unix epoch) if it has one.
+    Put {
+        /// The key.
+        key: &'a [u8],
+        /// The value.
+        value: &'a [u8],
+        /// When the key expires, if it does.
+        deadline: Option<u64>,
+    },
+    /// A delete of `key`.
+    Delete {
+        /// The key.
+        key: &'a [u8],
+    },
 }
 
 /// One operation of a batch.
@@ -258,6 +300,35 @@ mod tests {
         assert!(p.ops.iter().all(|o| o.kind == Kind::Put && o.value == b"v"));
         // A deadline costs its 8 bytes; a put without one is unchanged.
         assert_eq!(bytes.len(), HEADER + (1 + 2 + 8 + 2) + 2 * (1 + 2 + 2));
+    }
+
+    #[test]
+    fn iter_and_append_show_the_operations_in_order() {
+        let mut a = WriteBatch::new();
+        a.put("k", "1").delete("d");
+        let mut b = WriteBatch::new();
+        b.put_expiring("k", "2", 99);
+        a.append(&b).append(&WriteBatch::new());
+        let ops: Vec<BatchOp<'_>> = a.iter().collect();
+        assert_eq!(
+            ops,
+            vec![
+                BatchOp::Put {
+                    key: b"k",
+                    value: b"1",
+                    deadline: None
+                },
+                BatchOp::Delete { key: b"d" },
+                BatchOp::Put {
+                    key: b"k",
+                    value: b"2",
+                    deadline: Some(99)
+                },
+            ]
+        );
+        assert_eq!(a.len(), 3);
+        let bytes = a.encode_with_seq(5).to_vec();
+        assert_eq!(parse(&bytes).map(|p| p.ops.len()), Some(3));
     }
 
     #[test]

@@ -107,7 +107,7 @@ mod write;
 #[cfg(test)]
 mod golden_tests;
 
-pub use batch::WriteBatch;
+pub use batch::{BatchOp, WriteBatch};
 pub use bulk::BulkStats;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use db::{ModelInfo, Snapshot, Stats, VerifyReport, DB};
