@@ -10,27 +10,13 @@
 //! (`malloc_trim`, which releases whole free pages inside every arena, not
 //! only at the top). Elsewhere this does nothing.
 //!
-//! The server also keeps glibc to one arena (`M_ARENA_MAX` 1) when it
-//! starts. With an arena per thread (glibc's default, eight per core),
-//! a memtable filled by the connection threads is spread over several
-//! arenas, and the long-lived allocations made meanwhile (segment
-//! indexes, buffers) pin pages in each: after a flush of the 52 MB of
-//! debian-packages, RSS stayed at 19.4 MB with the default and fell to
-//! 14.2 MB with one arena (jemalloc with a 1 s decay: 19.1 MB). Small
-//! allocations still go through each thread's cache without a lock; the
-//! one arena's lock is taken for larger ones and refills.
-
-/// Keeps glibc's malloc to one arena (glibc only); call before threads
-/// start allocating.
-pub fn one_arena() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: `mallopt` sets an allocator parameter; M_ARENA_MAX only
-    // bounds how many arenas later threads may create, so it is safe at
-    // any time, and it touches no memory a caller owns.
-    unsafe {
-        libc::mallopt(libc::M_ARENA_MAX, 1);
-    }
-}
+//! What is left after a trim is mostly fragmentation: long-lived
+//! allocations made while a memtable filled pin pages of the arenas it
+//! was spread over. Measured after loading the 52 MB of debian-packages
+//! and a flush: RSS 19.4 MB with glibc's default arenas, 14.2 MB with one
+//! arena (`M_ARENA_MAX` 1), 19.1 MB with jemalloc at a 1 s decay; one
+//! arena cost 39% of GET throughput at `-P 16` (166k against 272k
+//! requests/s, redis-benchmark, median of three), so the default stays.
 
 /// Returns free heap pages to the operating system (glibc only).
 pub fn release_free_memory() {
