@@ -448,8 +448,8 @@ impl PyDB {
 
     /// The database directory.
     #[getter]
-    fn path(&self) -> PathBuf {
-        self.handle.path.clone()
+    fn path(&self) -> String {
+        self.handle.path.to_string_lossy().into_owned()
     }
 
     /// True when opened with ``read_only=True``.

@@ -1,0 +1,180 @@
+"""Type stubs for ``pith``, PithDB's Python bindings (a Rust extension).
+
+Keys and values are ``bytes``; ``str`` (encoded UTF-8) and ``bytearray``
+are accepted wherever a key or value is taken. Reads return ``bytes``.
+"""
+
+import os
+from typing import Any, Dict, Iterable, Iterator as _Iterator, List, Optional, Tuple, TypeVar, Union, overload
+
+__version__: str
+
+Key = Union[bytes, bytearray, str]
+Value = Union[bytes, bytearray, str]
+_T = TypeVar("_T")
+
+class Error(Exception):
+    """Base class of every error PithDB raises; ``path`` is set when a file is involved."""
+    path: str
+
+class CorruptionError(Error):
+    """A file's bytes are not what PithDB wrote (the message names the file and offset)."""
+
+class LockedError(Error):
+    """Another process, or another open ``pith.DB``, holds the database."""
+
+class ReadOnlyError(Error):
+    """A write, flush or compaction on a database opened with ``read_only=True``."""
+
+class InvalidArgumentError(Error, ValueError):
+    """An argument PithDB cannot take (also a ``ValueError``)."""
+
+class IOError(Error, OSError):
+    """An operating-system I/O call failed (also an ``OSError``)."""
+
+class NoSpaceError(IOError):
+    """The disk or quota is full."""
+
+class NotFoundError(Error):
+    """No database at the path and ``create_if_missing=False``."""
+
+class AlreadyExistsError(Error):
+    """A database exists at the path and ``error_if_exists=True``."""
+
+class ClosedError(Error):
+    """The database or snapshot was closed."""
+
+class Iterator(_Iterator[Any]):
+    """A lazy iterator over a key range: ``(key, value)`` tuples, keys, or values."""
+    def __iter__(self) -> "Iterator": ...
+    def __next__(self) -> Any: ...
+    def close(self) -> None:
+        """Ends the iteration early."""
+
+class SearchIterator(_Iterator[Any]):
+    """A lazy iterator over the keys matching a regex: ``(key, value)`` tuples or keys."""
+    def __iter__(self) -> "SearchIterator": ...
+    def __next__(self) -> Any: ...
+
+class WriteBatch:
+    """Puts and deletes applied atomically by ``write()`` or on a clean ``with`` exit."""
+    def put(self, key: Key, value: Value, *, ttl_ms: Optional[int] = None, expire_at_ms: Optional[int] = None) -> None:
+        """Adds a put of ``key -> value`` (expiring as in ``DB.put``)."""
+    def delete(self, key: Key) -> None:
+        """Adds a delete of ``key``."""
+    def clear(self) -> None:
+        """Drops every operation added so far."""
+    def write(self) -> None:
+        """Applies the batch atomically, then empties it."""
+    def __len__(self) -> int: ...
+    def __enter__(self) -> "WriteBatch": ...
+    def __exit__(self, exc_type: Any = None, exc_value: Any = None, traceback: Any = None) -> bool: ...
+
+class _Reader:
+    # The read API shared by DB and Snapshot (not a runtime class).
+    @overload
+    def get(self, key: Key) -> Optional[bytes]: ...
+    @overload
+    def get(self, key: Key, default: _T) -> Union[bytes, _T]: ...
+    def __getitem__(self, key: Key) -> bytes: ...
+    def __contains__(self, key: object) -> bool: ...
+    def __iter__(self) -> Iterator: ...
+    def iterator(
+        self,
+        start: Optional[Key] = None,
+        stop: Optional[Key] = None,
+        prefix: Optional[Key] = None,
+        reverse: bool = False,
+        include_key: bool = True,
+        include_value: bool = True,
+    ) -> Iterator:
+        """Keys in ``[start, stop)`` or beginning with ``prefix``, forwards or reversed."""
+    def items(
+        self, start: Optional[Key] = None, stop: Optional[Key] = None, prefix: Optional[Key] = None, reverse: bool = False
+    ) -> Iterator:
+        """``(key, value)`` tuples (an ``Iterator`` of ``Tuple[bytes, bytes]``)."""
+    def keys(
+        self, start: Optional[Key] = None, stop: Optional[Key] = None, prefix: Optional[Key] = None, reverse: bool = False
+    ) -> Iterator:
+        """Keys only; no value is decoded."""
+    def values(
+        self, start: Optional[Key] = None, stop: Optional[Key] = None, prefix: Optional[Key] = None, reverse: bool = False
+    ) -> Iterator:
+        """Values only, in key order."""
+    def search(self, pattern: Union[str, bytes], limit: Optional[int] = None, include_value: bool = True) -> SearchIterator:
+        """Keys matching regex ``pattern`` (whole-key match), at most ``limit``."""
+
+class Snapshot(_Reader):
+    """A consistent read view of the database as it was when taken."""
+    @property
+    def sequence(self) -> Optional[int]:
+        """The sequence number read at (``None`` once released)."""
+    def close(self) -> None:
+        """Releases the snapshot."""
+    def __enter__(self) -> "Snapshot": ...
+    def __exit__(self, *exc: Any) -> bool: ...
+
+class DB(_Reader):
+    """An open PithDB database; a context manager that closes it on exit."""
+    def __init__(
+        self,
+        path: Union[str, "os.PathLike[str]"],
+        *,
+        create_if_missing: bool = True,
+        error_if_exists: bool = False,
+        read_only: bool = False,
+        memtable_bytes: Optional[int] = None,
+        max_frozen_memtables: Optional[int] = None,
+        merge_trigger: Optional[int] = None,
+        background_threads: Optional[int] = None,
+        bloom_bits_per_key: Optional[int] = None,
+        shared_models: Optional[bool] = None,
+        resident_index: Optional[bool] = None,
+        bulk_chunk_bytes: Optional[int] = None,
+        build_memory_bytes: Optional[int] = None,
+    ) -> None: ...
+    def get_with_deadline(self, key: Key) -> Optional[Tuple[bytes, Optional[int]]]:
+        """``(value, deadline_ms or None)``, or ``None`` when absent."""
+    def now_ms(self) -> int:
+        """The database clock, in milliseconds since the Unix epoch."""
+    def put(
+        self, key: Key, value: Value, sync: bool = False, *, ttl_ms: Optional[int] = None, expire_at_ms: Optional[int] = None
+    ) -> None:
+        """Puts ``key -> value``, optionally fsynced and/or expiring."""
+    def delete(self, key: Key, sync: bool = False) -> None:
+        """Deletes ``key`` (nothing happens when absent)."""
+    def __setitem__(self, key: Key, value: Value) -> None: ...
+    def __delitem__(self, key: Key) -> None: ...
+    def write_batch(self, sync: bool = False) -> WriteBatch:
+        """A batch applied atomically on ``write()`` or a clean ``with`` exit."""
+    def snapshot(self) -> Snapshot:
+        """A consistent read view of the database as it is now."""
+    def count_keys(self) -> int:
+        """Live keys, counted by walking them."""
+    def stats(self) -> Dict[str, Any]:
+        """Sizes and counts (segments, memtable, disk, log, models)."""
+    def verify(self) -> Dict[str, Any]:
+        """Checks every checksum of every live file; raises ``CorruptionError``."""
+    def flush(self) -> None:
+        """Builds the memtable into a segment and waits."""
+    def compact(self) -> None:
+        """Merges every segment into one and waits."""
+    def settle(self) -> None:
+        """Flushes and waits for background merges to finish."""
+    def sync_wal(self) -> None:
+        """Fsyncs the log: every acknowledged write becomes durable."""
+    def bulk_load(self, records: Iterable[Tuple[Key, Value]]) -> Dict[str, int]:
+        """Loads ``(key, value)`` pairs straight into segments."""
+    def close(self) -> None:
+        """Closes the database; later use raises ``ClosedError``."""
+    @property
+    def closed(self) -> bool:
+        """True once closed."""
+    @property
+    def path(self) -> str:
+        """The database directory."""
+    @property
+    def read_only(self) -> bool:
+        """True when opened with ``read_only=True``."""
+    def __enter__(self) -> "DB": ...
+    def __exit__(self, *exc: Any) -> bool: ...
