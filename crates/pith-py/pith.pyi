@@ -5,12 +5,30 @@ are accepted wherever a key or value is taken. Reads return ``bytes``.
 """
 
 import os
-from typing import Any, Dict, Iterable, Iterator as _Iterator, List, Optional, Tuple, TypeVar, Union, overload
+from typing import Any, Dict, Iterable, Iterator as _Iterator, List, Optional, Tuple, TypeVar, Union, final, overload
 
 __version__: str
+__all__ = [
+    "Error",
+    "CorruptionError",
+    "LockedError",
+    "ReadOnlyError",
+    "InvalidArgumentError",
+    "IOError",
+    "NoSpaceError",
+    "NotFoundError",
+    "AlreadyExistsError",
+    "ClosedError",
+    "DB",
+    "WriteBatch",
+    "Snapshot",
+    "Iterator",
+    "SearchIterator",
+    "__version__",
+]
 
-Key = Union[bytes, bytearray, str]
-Value = Union[bytes, bytearray, str]
+_Key = Union[bytes, bytearray, str]
+_Value = Union[bytes, bytearray, str]
 _T = TypeVar("_T")
 
 class Error(Exception):
@@ -44,6 +62,7 @@ class AlreadyExistsError(Error):
 class ClosedError(Error):
     """The database or snapshot was closed."""
 
+@final
 class Iterator(_Iterator[Any]):
     """A lazy iterator over a key range: ``(key, value)`` tuples, keys, or values."""
     def __iter__(self) -> "Iterator": ...
@@ -51,16 +70,18 @@ class Iterator(_Iterator[Any]):
     def close(self) -> None:
         """Ends the iteration early."""
 
+@final
 class SearchIterator(_Iterator[Any]):
     """A lazy iterator over the keys matching a regex: ``(key, value)`` tuples or keys."""
     def __iter__(self) -> "SearchIterator": ...
     def __next__(self) -> Any: ...
 
+@final
 class WriteBatch:
     """Puts and deletes applied atomically by ``write()`` or on a clean ``with`` exit."""
-    def put(self, key: Key, value: Value, *, ttl_ms: Optional[int] = None, expire_at_ms: Optional[int] = None) -> None:
+    def put(self, key: _Key, value: _Value, *, ttl_ms: Optional[int] = None, expire_at_ms: Optional[int] = None) -> None:
         """Adds a put of ``key -> value`` (expiring as in ``DB.put``)."""
-    def delete(self, key: Key) -> None:
+    def delete(self, key: _Key) -> None:
         """Adds a delete of ``key``."""
     def clear(self) -> None:
         """Drops every operation added so far."""
@@ -73,37 +94,38 @@ class WriteBatch:
 class _Reader:
     # The read API shared by DB and Snapshot (not a runtime class).
     @overload
-    def get(self, key: Key) -> Optional[bytes]: ...
+    def get(self, key: _Key) -> Optional[bytes]: ...
     @overload
-    def get(self, key: Key, default: _T) -> Union[bytes, _T]: ...
-    def __getitem__(self, key: Key) -> bytes: ...
-    def __contains__(self, key: object) -> bool: ...
+    def get(self, key: _Key, default: _T) -> Union[bytes, _T]: ...
+    def __getitem__(self, key: _Key, /) -> bytes: ...
+    def __contains__(self, key: object, /) -> bool: ...
     def __iter__(self) -> Iterator: ...
     def iterator(
         self,
-        start: Optional[Key] = None,
-        stop: Optional[Key] = None,
-        prefix: Optional[Key] = None,
+        start: Optional[_Key] = None,
+        stop: Optional[_Key] = None,
+        prefix: Optional[_Key] = None,
         reverse: bool = False,
         include_key: bool = True,
         include_value: bool = True,
     ) -> Iterator:
         """Keys in ``[start, stop)`` or beginning with ``prefix``, forwards or reversed."""
     def items(
-        self, start: Optional[Key] = None, stop: Optional[Key] = None, prefix: Optional[Key] = None, reverse: bool = False
+        self, start: Optional[_Key] = None, stop: Optional[_Key] = None, prefix: Optional[_Key] = None, reverse: bool = False
     ) -> Iterator:
         """``(key, value)`` tuples (an ``Iterator`` of ``Tuple[bytes, bytes]``)."""
     def keys(
-        self, start: Optional[Key] = None, stop: Optional[Key] = None, prefix: Optional[Key] = None, reverse: bool = False
+        self, start: Optional[_Key] = None, stop: Optional[_Key] = None, prefix: Optional[_Key] = None, reverse: bool = False
     ) -> Iterator:
         """Keys only; no value is decoded."""
     def values(
-        self, start: Optional[Key] = None, stop: Optional[Key] = None, prefix: Optional[Key] = None, reverse: bool = False
+        self, start: Optional[_Key] = None, stop: Optional[_Key] = None, prefix: Optional[_Key] = None, reverse: bool = False
     ) -> Iterator:
         """Values only, in key order."""
     def search(self, pattern: Union[str, bytes], limit: Optional[int] = None, include_value: bool = True) -> SearchIterator:
         """Keys matching regex ``pattern`` (whole-key match), at most ``limit``."""
 
+@final
 class Snapshot(_Reader):
     """A consistent read view of the database as it was when taken."""
     @property
@@ -114,10 +136,11 @@ class Snapshot(_Reader):
     def __enter__(self) -> "Snapshot": ...
     def __exit__(self, *exc: Any) -> bool: ...
 
+@final
 class DB(_Reader):
     """An open PithDB database; a context manager that closes it on exit."""
-    def __init__(
-        self,
+    def __new__(
+        cls,
         path: Union[str, "os.PathLike[str]"],
         *,
         create_if_missing: bool = True,
@@ -132,19 +155,19 @@ class DB(_Reader):
         resident_index: Optional[bool] = None,
         bulk_chunk_bytes: Optional[int] = None,
         build_memory_bytes: Optional[int] = None,
-    ) -> None: ...
-    def get_with_deadline(self, key: Key) -> Optional[Tuple[bytes, Optional[int]]]:
+    ) -> "DB": ...
+    def get_with_deadline(self, key: _Key) -> Optional[Tuple[bytes, Optional[int]]]:
         """``(value, deadline_ms or None)``, or ``None`` when absent."""
     def now_ms(self) -> int:
         """The database clock, in milliseconds since the Unix epoch."""
     def put(
-        self, key: Key, value: Value, sync: bool = False, *, ttl_ms: Optional[int] = None, expire_at_ms: Optional[int] = None
+        self, key: _Key, value: _Value, sync: bool = False, *, ttl_ms: Optional[int] = None, expire_at_ms: Optional[int] = None
     ) -> None:
         """Puts ``key -> value``, optionally fsynced and/or expiring."""
-    def delete(self, key: Key, sync: bool = False) -> None:
+    def delete(self, key: _Key, sync: bool = False) -> None:
         """Deletes ``key`` (nothing happens when absent)."""
-    def __setitem__(self, key: Key, value: Value) -> None: ...
-    def __delitem__(self, key: Key) -> None: ...
+    def __setitem__(self, key: _Key, value: _Value, /) -> None: ...
+    def __delitem__(self, key: _Key, /) -> None: ...
     def write_batch(self, sync: bool = False) -> WriteBatch:
         """A batch applied atomically on ``write()`` or a clean ``with`` exit."""
     def snapshot(self) -> Snapshot:
@@ -163,7 +186,7 @@ class DB(_Reader):
         """Flushes and waits for background merges to finish."""
     def sync_wal(self) -> None:
         """Fsyncs the log: every acknowledged write becomes durable."""
-    def bulk_load(self, records: Iterable[Tuple[Key, Value]]) -> Dict[str, int]:
+    def bulk_load(self, records: Iterable[Tuple[_Key, _Value]]) -> Dict[str, int]:
         """Loads ``(key, value)`` pairs straight into segments."""
     def close(self) -> None:
         """Closes the database; later use raises ``ClosedError``."""

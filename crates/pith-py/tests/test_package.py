@@ -59,3 +59,38 @@ def test_readme_example_runs(tmp_path):
     code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
     os.chdir(tmp_path)
     exec(compile(code, "README.md", "exec"), {})
+
+
+def require_mypy():
+    """mypy's modules, or a skip (a failure under PITH_REQUIRE_PYTHON=1)."""
+    try:
+        import mypy.api  # noqa: F401
+    except ImportError:
+        if os.environ.get("PITH_REQUIRE_PYTHON") == "1":
+            raise
+        import pytest
+
+        pytest.skip("mypy is not installed (tests/wheel.rs installs it)")
+
+
+def test_stubs_match_the_runtime():
+    require_mypy()
+    import subprocess
+    import sys
+
+    here = pathlib.Path(__file__).parent
+    out = subprocess.run(
+        [sys.executable, "-m", "mypy.stubtest", "pith", "--allowlist", str(here / "stubtest-allowlist.txt")],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_typed_usage_checks_under_mypy_strict():
+    require_mypy()
+    import mypy.api
+
+    here = pathlib.Path(__file__).parent
+    stdout, stderr, status = mypy.api.run(["--strict", "--no-incremental", str(here / "typing_usage.py")])
+    assert status == 0, stdout + stderr

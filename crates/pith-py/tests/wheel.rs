@@ -1,6 +1,8 @@
 //! The Python test: builds the `pith` wheel with maturin, installs it into
 //! a fresh virtual environment (`<target>/tmp/pyenv-pith`, recreated on
-//! every run) and runs the pytest suite (`tests/test_*.py`) against it.
+//! every run) with pytest and mypy, and runs the pytest suite
+//! (`tests/test_*.py`) against it (the suite checks the type stubs against
+//! the module with mypy's stubtest).
 //!
 //! maturin and pytest come from PyPI, into a tools environment
 //! (`<target>/tmp/pyenv-pith-tools`, kept between runs; or the one
@@ -133,7 +135,7 @@ fn wheel_in_fresh_venv_passes_pytest() {
     // A fresh environment with the wheel and pytest, and the suite.
     let venv = tmp.join("pyenv-pith");
     let wheel_arg = wheel.to_string_lossy().into_owned();
-    if let Err(e) = make_venv(&python, &venv, true, &[&wheel_arg, "pytest"]) {
+    if let Err(e) = make_venv(&python, &venv, true, &[&wheel_arg, "pytest", "mypy"]) {
         panic!("installing the wheel into a fresh venv failed: {e}");
     }
     let started = std::time::Instant::now();
