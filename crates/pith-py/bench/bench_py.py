@@ -12,7 +12,9 @@ record through its own bulk path (pith: bulk_load; plyvel and rocksdict: a
 write batch), compacts, and is closed and reopened; then each does the same
 random gets (one key order, every key present), from one thread and then
 split among more (`--threads`: a binding that holds the GIL during a get
-gains nothing from a second thread), and one full scan of keys and values. Missing engines (not installed) are skipped with a message.
+gains nothing from a second thread), the same keys 100 at a time through a
+multi-get (pith's get_many, rocksdict's get(list); plyvel has none), and
+one full scan of keys and values. Missing engines (not installed) are skipped with a message.
 Needs `zstd` on PATH or the `zstandard` module.
 """
 
@@ -66,6 +68,7 @@ class Pith:
 
     def open(self, path):
         self.db = self.mod.DB(path)
+        self.multi_get = self.db.get_many
         return self.db.get, lambda: self.db.items()
 
     def close(self):
@@ -120,6 +123,7 @@ class RocksDict:
 
     def open(self, path):
         self.db = self.mod.Rdict(path, self.options())
+        self.multi_get = self.db.get  # a list of keys: RocksDB's MultiGet
         return self.db.get, lambda: self.db.items()
 
     def close(self):
@@ -163,6 +167,15 @@ def bench(engine, records, order, workdir, threads):
     for k in order[:1000]:  # warm up
         get(k)
     get_qps = {t: len(order) / timed_gets(get, order, t) for t in threads}
+    multi_qps = None
+    multi_get = getattr(engine, "multi_get", None)
+    if multi_get is not None:
+        batches = [order[i : i + 100] for i in range(0, len(order), 100)]
+        t = time.perf_counter()
+        for b in batches:
+            if None in multi_get(b):
+                raise AssertionError(f"{engine.name}: a key is missing")
+        multi_qps = len(order) / (time.perf_counter() - t)
     t = time.perf_counter()
     n = 0
     for _k, _v in scan():
@@ -172,7 +185,7 @@ def bench(engine, records, order, workdir, threads):
     if n != len(records):
         raise AssertionError(f"{engine.name}: scanned {n} of {len(records)}")
     disk = sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)
-    return {"load_s": load_s, "get_qps": get_qps, "scan_rps": n / scan_s, "disk": disk}
+    return {"load_s": load_s, "get_qps": get_qps, "multi_qps": multi_qps, "scan_rps": n / scan_s, "disk": disk}
 
 
 def main():
@@ -203,6 +216,8 @@ def main():
                 continue
             results[name] = r = bench(engine, records, order, workdir, threads)
             gets = "   ".join(f"get x{t} {q:9,.0f}/s" for t, q in r["get_qps"].items())
+            multi = r["multi_qps"]
+            gets += f"   multi-get {multi:9,.0f}/s" if multi else "   multi-get         -  "
             print(
                 f"{name:10} load {r['load_s']:5.2f} s   {gets}   "
                 f"scan {r['scan_rps']:9,.0f} rec/s   disk {r['disk'] / 1e6:5.1f} MB"

@@ -178,6 +178,20 @@ impl PyDB {
         }
     }
 
+    /// The values of ``keys`` (any iterable of keys), as a list in the same
+    /// order, with ``default`` for the absent ones. Faster than a ``get``
+    /// per key: the GIL is released once for all of them.
+    #[pyo3(signature = (keys, default = None))]
+    fn get_many(
+        &self,
+        py: Python<'_>,
+        keys: &Bound<'_, PyAny>,
+        default: Option<Py<PyAny>>,
+    ) -> PyResult<Vec<Py<PyAny>>> {
+        let values = read::get_many(py, &self.handle, View::Current, keys)?;
+        Ok(read::values_list(py, values, default))
+    }
+
     /// ``(value, deadline_ms)`` for ``key``, or ``None`` when it is absent:
     /// ``deadline_ms`` is when it expires, in milliseconds since the Unix
     /// epoch, or ``None`` when it never does.

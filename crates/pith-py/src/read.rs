@@ -8,6 +8,7 @@ use std::sync::{Arc, RwLock};
 
 use engine::{Snapshot, DB};
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
 use crate::convert::{bin_arg, Range};
 use crate::errors::{invalid, Failure};
@@ -53,6 +54,48 @@ pub(crate) fn get(
             Some(s) => Ok(db.get_at(s, key.as_bytes())?),
         })
     })
+}
+
+/// The values of `keys` (an iterable) in `view`, in order, `None` for the
+/// absent ones: one GIL release for all of them.
+pub(crate) fn get_many(
+    py: Python<'_>,
+    handle: &Handle,
+    view: View<'_>,
+    keys: &Bound<'_, PyAny>,
+) -> PyResult<Vec<Option<Vec<u8>>>> {
+    let keys = keys
+        .try_iter()?
+        .map(|k| bin_arg(&k?, "key"))
+        .collect::<PyResult<Vec<_>>>()?;
+    handle.run(py, |db| {
+        view.with(db, |db, snap| {
+            keys.iter()
+                .map(|k| match snap {
+                    None => db.get(k.as_bytes()),
+                    Some(s) => db.get_at(s, k.as_bytes()),
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(Failure::Engine)
+        })
+    })
+}
+
+/// `values` as a list of `bytes`, with `default` for the absent ones.
+pub(crate) fn values_list(
+    py: Python<'_>,
+    values: Vec<Option<Vec<u8>>>,
+    default: Option<Py<PyAny>>,
+) -> Vec<Py<PyAny>> {
+    values
+        .into_iter()
+        .map(|v| match v {
+            Some(v) => PyBytes::new(py, &v).into_any().unbind(),
+            None => default
+                .as_ref()
+                .map_or_else(|| py.None(), |d| d.clone_ref(py)),
+        })
+        .collect()
 }
 
 /// Arguments of `iterator()`.

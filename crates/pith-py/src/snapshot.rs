@@ -62,6 +62,18 @@ impl PySnapshot {
         }
     }
 
+    /// ``DB.get_many`` as of the snapshot.
+    #[pyo3(signature = (keys, default = None))]
+    fn get_many(
+        &self,
+        py: Python<'_>,
+        keys: &Bound<'_, PyAny>,
+        default: Option<Py<PyAny>>,
+    ) -> PyResult<Vec<Py<PyAny>>> {
+        let values = reads::get_many(py, &self.handle, self.view(), keys)?;
+        Ok(reads::values_list(py, values, default))
+    }
+
     fn __getitem__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<Py<PyBytes>> {
         match reads::get(py, &self.handle, self.view(), key)? {
             Some(v) => Ok(PyBytes::new(py, &v).unbind()),

@@ -177,3 +177,21 @@ def test_non_empty_foreign_directory(tmp_path):
     (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(pith.InvalidArgumentError, match="notes.txt"):
         pith.DB(str(tmp_path))
+
+
+def test_get_many(db):
+    for i in range(0, 100, 2):
+        db[b"%03d" % i] = b"v%d" % i
+    db.flush()
+    db[b"mem"] = b"in the memtable"
+    keys = [b"%03d" % i for i in range(100)] + [b"mem", "mem"]
+    assert db.get_many(keys) == [db.get(k) for k in keys]
+    assert db.get_many(iter([b"000", b"001"]), default=b"-") == [b"v0", b"-"]
+    assert db.get_many([]) == []
+    with db.snapshot() as s:
+        db[b"000"] = b"changed"
+        assert s.get_many([b"000", b"mem"]) == [b"v0", b"in the memtable"]
+    with pytest.raises(TypeError, match="key must be bytes or str"):
+        db.get_many([b"a", 1])
+    with pytest.raises(TypeError):
+        db.get_many(5)
