@@ -151,6 +151,8 @@ class DB(_Reader):
         memtable_bytes: Optional[int] = None,
         max_frozen_memtables: Optional[int] = None,
         merge_trigger: Optional[int] = None,
+        max_merge_width: Optional[int] = None,
+        stall_segments: Optional[int] = None,
         background_threads: Optional[int] = None,
         bloom_bits_per_key: Optional[int] = None,
         shared_models: Optional[bool] = None,

@@ -73,7 +73,9 @@ fn pattern_arg(py: Python<'_>, pattern: &Bound<'_, PyAny>) -> PyResult<String> {
 /// Engine options (keyword-only, ``None`` keeps the engine's default):
 /// ``memtable_bytes`` (a memtable this large is built into a segment),
 /// ``max_frozen_memtables``, ``merge_trigger`` (merges run while there are
-/// more segments than this), ``background_threads``,
+/// more segments than this), ``max_merge_width`` (segments merged at
+/// once), ``stall_segments`` (writers wait while there are this many
+/// segments), ``background_threads``,
 /// ``bloom_bits_per_key``, ``shared_models``, ``resident_index``,
 /// ``bulk_chunk_bytes``, ``build_memory_bytes``.
 #[pyclass(module = "pith", name = "DB", frozen)]
@@ -93,6 +95,8 @@ impl PyDB {
         memtable_bytes = None,
         max_frozen_memtables = None,
         merge_trigger = None,
+        max_merge_width = None,
+        stall_segments = None,
         background_threads = None,
         bloom_bits_per_key = None,
         shared_models = None,
@@ -110,6 +114,8 @@ impl PyDB {
         memtable_bytes: Option<usize>,
         max_frozen_memtables: Option<usize>,
         merge_trigger: Option<usize>,
+        max_merge_width: Option<usize>,
+        stall_segments: Option<usize>,
         background_threads: Option<usize>,
         bloom_bits_per_key: Option<u32>,
         shared_models: Option<bool>,
@@ -130,6 +136,12 @@ impl PyDB {
         }
         if let Some(v) = merge_trigger {
             o.merge_trigger = v;
+        }
+        if let Some(v) = max_merge_width {
+            o.max_merge_width = v;
+        }
+        if let Some(v) = stall_segments {
+            o.stall_segments = v;
         }
         if let Some(v) = background_threads {
             o.background_threads = v;

@@ -106,6 +106,8 @@ def test_options_and_properties(path):
         resident_index=False,
         background_threads=1,
         merge_trigger=2,
+        max_merge_width=4,
+        stall_segments=30,
         max_frozen_memtables=2,
         bulk_chunk_bytes=1 << 20,
         build_memory_bytes=16 << 20,
@@ -116,6 +118,8 @@ def test_options_and_properties(path):
         assert repr(db) == f"<pith.DB {path}>"
         db[b"k"] = b"v"
     assert repr(db) == f"<pith.DB {path} (closed)>"
+    with pytest.raises(pith.InvalidArgumentError, match="merge_trigger"):
+        pith.DB(path, merge_trigger=0)
     assert isinstance(pith.DB.__init__, object)
     with pytest.raises(TypeError):
         pith.DB(path, True)  # options are keyword-only
@@ -195,3 +199,14 @@ def test_get_many(db):
         db.get_many([b"a", 1])
     with pytest.raises(TypeError):
         db.get_many(5)
+
+
+def test_an_unreferenced_handle_closes_itself(path):
+    import gc
+
+    db = pith.DB(path)
+    db[b"k"] = b"v"
+    del db
+    gc.collect()
+    with pith.DB(path) as again:  # the lock was released
+        assert again[b"k"] == b"v"

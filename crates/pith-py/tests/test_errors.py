@@ -151,3 +151,14 @@ def test_closed_db_raises_closed_error_everywhere(path):
     with pytest.raises(pith.ClosedError):
         with db.write_batch() as b:
             b.put(b"a", b"b")
+
+
+def test_exceptions_pickle_by_class(path, db):
+    import pickle
+
+    try:
+        pith.DB(path)
+    except pith.LockedError as e:
+        again = pickle.loads(pickle.dumps(e))
+        assert type(again) is pith.LockedError
+        assert str(again) == str(e)
