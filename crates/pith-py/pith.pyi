@@ -24,6 +24,7 @@ __all__ = [
     "Snapshot",
     "Iterator",
     "SearchIterator",
+    "RawIterator",
     "__version__",
 ]
 
@@ -77,6 +78,32 @@ class SearchIterator(_Iterator[Any]):
     def __next__(self) -> Any: ...
 
 @final
+class RawIterator:
+    """A two-way iterator positioned by hand; values are decoded only by ``value()``."""
+    def seek(self, key: _Key) -> None:
+        """Moves to the first key ``>= key``."""
+    def seek_for_prev(self, key: _Key) -> None:
+        """Moves to the last key ``<= key``."""
+    def seek_to_first(self) -> None:
+        """Moves to the first key."""
+    def seek_to_last(self) -> None:
+        """Moves to the last key."""
+    def next(self) -> None:
+        """Steps to the next key."""
+    def prev(self) -> None:
+        """Steps to the previous key."""
+    def valid(self) -> bool:
+        """True when positioned on a key."""
+    def key(self) -> Optional[bytes]:
+        """The current key, or ``None`` when not valid."""
+    def value(self) -> Optional[bytes]:
+        """The current value (decoded now), or ``None`` when not valid."""
+    def deadline(self) -> Optional[int]:
+        """When the current key expires (ms since the epoch), or ``None``."""
+    def status(self) -> None:
+        """Raises the error that stopped the iterator, if any."""
+
+@final
 class WriteBatch:
     """Puts and deletes applied atomically by ``write()`` or on a clean ``with`` exit."""
     def put(self, key: _Key, value: _Value, *, ttl_ms: Optional[int] = None, expire_at_ms: Optional[int] = None) -> None:
@@ -112,6 +139,8 @@ class _Reader:
         include_value: bool = True,
     ) -> Iterator:
         """Keys in ``[start, stop)`` or beginning with ``prefix``, forwards or reversed."""
+    def raw_iterator(self) -> RawIterator:
+        """A two-way iterator positioned by hand, unpositioned at first."""
     def items(
         self, start: Optional[_Key] = None, stop: Optional[_Key] = None, prefix: Optional[_Key] = None, reverse: bool = False
     ) -> Iterator:

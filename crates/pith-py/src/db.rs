@@ -22,6 +22,7 @@ use crate::convert::{bin_arg, Bin, Expiry};
 use crate::errors::{invalid, Failure};
 use crate::handle::{Handle, IN_FEED};
 use crate::iter::{PyIter, PySearch};
+use crate::raw_iter::PyRawIter;
 use crate::read::{self, IterArgs, View};
 use crate::snapshot::PySnapshot;
 use crate::stats::{bulk_dict, stats_dict, verify_dict};
@@ -326,6 +327,12 @@ impl PyDB {
             include_value,
         };
         read::iterator(py, &self.handle, View::Current, args)
+    }
+
+    /// A two-way iterator positioned by hand (``seek``, ``next``,
+    /// ``prev``, ``key``, ``value``), unpositioned at first.
+    fn raw_iterator(&self, py: Python<'_>) -> PyResult<PyRawIter> {
+        read::raw_iterator(py, &self.handle, View::Current)
     }
 
     /// ``(key, value)`` tuples; the arguments are ``iterator()``'s.

@@ -14,15 +14,16 @@
 //! guide) follows plyvel and rocksdict: [`db::PyDB`] (`pith.DB`) with
 //! `get`/`put`/`delete` and the mapping protocol, [`batch::PyBatch`]
 //! (`write_batch()`), [`snapshot::PySnapshot`] (`snapshot()`), lazy
-//! iterators and regex searches ([`iter`]), `stats()` and the other
+//! iterators and regex searches ([`iter`]), hand-positioned iterators
+//! ([`raw_iter`]), `stats()` and the other
 //! maintenance calls ([`stats`]), and an exception hierarchy rooted at
 //! `pith.Error` ([`errors`]).
 //!
 //! Layers, bottom to top: `errors`, `convert`, `handle` (the closable
-//! shared handle, and the GIL-released call), `iter`, `read`, `stats`,
-//! `batch`, `snapshot`, `db`. No `unsafe` code: Python objects never hold
-//! references into the engine, only owned engine values (`Arc`-backed
-//! iterators and snapshots) and an `Arc` of the handle.
+//! shared handle, and the GIL-released call), `iter`, `raw_iter`, `read`,
+//! `stats`, `batch`, `snapshot`, `db`. No `unsafe` code: Python objects
+//! never hold references into the engine, only owned engine values
+//! (`Arc`-backed iterators and snapshots) and an `Arc` of the handle.
 //!
 //! Thread safety: every class is `Send + Sync` (state behind locks); every
 //! engine call releases the GIL.
@@ -37,6 +38,7 @@ mod db;
 mod errors;
 mod handle;
 mod iter;
+mod raw_iter;
 mod read;
 mod snapshot;
 mod stats;
@@ -52,6 +54,7 @@ fn pith_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<snapshot::PySnapshot>()?;
     m.add_class::<iter::PyIter>()?;
     m.add_class::<iter::PySearch>()?;
+    m.add_class::<raw_iter::PyRawIter>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

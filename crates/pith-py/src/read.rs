@@ -14,6 +14,7 @@ use crate::convert::{bin_arg, Range};
 use crate::errors::{invalid, Failure};
 use crate::handle::{read, Handle};
 use crate::iter::{PyIter, PySearch, Yield};
+use crate::raw_iter::PyRawIter;
 
 /// What a read sees: the current state, or a snapshot (which may have been
 /// released).
@@ -153,4 +154,21 @@ pub(crate) fn search(
         })
     })?;
     Ok(PySearch::new(handle.clone(), search, include_value, limit))
+}
+
+/// A `pith.RawIterator` over `view` (unpositioned).
+pub(crate) fn raw_iterator(
+    py: Python<'_>,
+    handle: &Arc<Handle>,
+    view: View<'_>,
+) -> PyResult<PyRawIter> {
+    let it = handle.run(py, |db| {
+        view.with(db, |db, snap| {
+            Ok(match snap {
+                None => db.iter(),
+                Some(s) => db.iter_at(s),
+            })
+        })
+    })?;
+    Ok(PyRawIter::new(handle.clone(), it))
 }

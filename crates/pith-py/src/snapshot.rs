@@ -20,6 +20,7 @@ use crate::convert::bin_arg;
 use crate::errors::invalid;
 use crate::handle::{read, write, Handle};
 use crate::iter::{PyIter, PySearch};
+use crate::raw_iter::PyRawIter;
 use crate::read::{self as reads, IterArgs, View};
 
 /// A consistent, read-only view of the database as it was when the
@@ -112,6 +113,11 @@ impl PySnapshot {
             include_value,
         };
         reads::iterator(py, &self.handle, self.view(), args)
+    }
+
+    /// ``DB.raw_iterator`` as of the snapshot.
+    fn raw_iterator(&self, py: Python<'_>) -> PyResult<PyRawIter> {
+        reads::raw_iterator(py, &self.handle, self.view())
     }
 
     /// ``(key, value)`` tuples as of the snapshot.

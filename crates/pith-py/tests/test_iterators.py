@@ -144,3 +144,59 @@ def test_iterator_outlives_its_db_object(path):
 
     gc.collect()
     assert len(list(it)) == 100
+
+
+def test_raw_iterator(loaded):
+    it = loaded.raw_iterator()
+    assert not it.valid() and it.key() is None and it.value() is None
+    it.seek_to_first()
+    walked = []
+    while it.valid():
+        walked.append(it.key())
+        it.next()
+    assert walked == KEYS
+    it.next()  # past the end: nothing happens
+    assert not it.valid()
+    it.seek_to_last()
+    back = []
+    while it.valid():
+        back.append((it.key(), it.value()))
+        it.prev()
+    assert back == [(k, b"v:" + k) for k in reversed(KEYS)]
+    it.seek(b"abz")  # not a key: the next one
+    assert it.key() == b"b"
+    it.prev()  # change of direction
+    assert it.key() == b"abc"
+    it.next()
+    it.next()
+    assert it.key() == b"ba"
+    it.seek_for_prev(b"c\xff\x00")
+    assert it.key() == b"c\xff"
+    it.seek_for_prev(b"c")
+    assert it.key() == b"c" and it.value() == b"v:c"
+    assert it.deadline() is None
+    it.status()
+    it.seek(b"zzz")
+    assert not it.valid()
+    assert repr(it).startswith("<pith.RawIterator on ")
+    with pytest.raises(TypeError, match="key"):
+        it.seek(5)
+
+
+def test_raw_iterator_deadline_snapshot_and_close(path):
+    db = pith.DB(path)
+    db.put(b"a", b"1", expire_at_ms=10**13)
+    with db.snapshot() as snap:
+        db[b"b"] = b"2"
+        it = snap.raw_iterator()
+        it.seek_to_first()
+        assert it.key() == b"a" and it.deadline() == 10**13
+        it.next()
+        assert not it.valid()  # b was written after the snapshot
+    it = db.raw_iterator()
+    it.seek_to_first()
+    db.close()
+    with pytest.raises(pith.ClosedError):
+        it.next()
+    with pytest.raises(pith.ClosedError):
+        it.key()

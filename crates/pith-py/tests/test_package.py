@@ -9,7 +9,7 @@ import re
 
 import pith
 
-CLASSES = ["DB", "Snapshot", "WriteBatch", "Iterator", "SearchIterator"]
+CLASSES = ["DB", "Snapshot", "WriteBatch", "Iterator", "SearchIterator", "RawIterator"]
 
 
 def package_dir():
