@@ -14,7 +14,8 @@
 //! its own (`<target>/pith-py-wheel`: a nested cargo must not wait for the
 //! lock of the one running this test): an unoptimized build takes about a
 //! minute on two cores from scratch, a release one several. Set
-//! `PITH_PY_PROFILE=release` to test a release wheel.
+//! `PITH_PY_PROFILE=release` to test a release wheel, and `PITH_PYTHON3`
+//! to use another interpreter than `python3` (3.9 or later).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
