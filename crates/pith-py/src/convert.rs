@@ -155,3 +155,13 @@ fn successor(prefix: &[u8]) -> Option<Vec<u8>> {
     }
     None
 }
+
+/// Turns a search pattern argument (`str`, or UTF-8 `bytes`) into a
+/// `String`.
+pub(crate) fn pattern_arg(py: Python<'_>, pattern: &Bound<'_, PyAny>) -> PyResult<String> {
+    let b = bin_arg(pattern, "pattern")?;
+    match std::str::from_utf8(b.as_bytes()) {
+        Ok(s) => Ok(s.to_owned()),
+        Err(e) => Err(invalid(py, format!("pattern is not UTF-8: {e}"))),
+    }
+}

@@ -18,8 +18,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyIterator, PyTuple};
 
 use crate::batch::PyBatch;
-use crate::convert::{bin_arg, Bin, Expiry};
-use crate::errors::{invalid, Failure};
+use crate::convert::{bin_arg, pattern_arg, Bin, Expiry};
+use crate::errors::Failure;
 use crate::handle::{Handle, IN_FEED};
 use crate::iter::{PyIter, PySearch};
 use crate::raw_iter::PyRawIter;
@@ -50,16 +50,6 @@ pub(crate) fn put_in(
         }
     }
     Ok(())
-}
-
-/// Turns a search pattern argument (`str`, or UTF-8 `bytes`) into a
-/// `String`.
-fn pattern_arg(py: Python<'_>, pattern: &Bound<'_, PyAny>) -> PyResult<String> {
-    let b = bin_arg(pattern, "pattern")?;
-    match std::str::from_utf8(b.as_bytes()) {
-        Ok(s) => Ok(s.to_owned()),
-        Err(e) => Err(invalid(py, format!("pattern is not UTF-8: {e}"))),
-    }
 }
 
 /// An open PithDB database.

@@ -16,8 +16,7 @@ use engine::Snapshot;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
-use crate::convert::bin_arg;
-use crate::errors::invalid;
+use crate::convert::pattern_arg;
 use crate::handle::{read, write, Handle};
 use crate::iter::{PyIter, PySearch};
 use crate::raw_iter::PyRawIter;
@@ -168,10 +167,15 @@ impl PySnapshot {
         limit: Option<usize>,
         include_value: bool,
     ) -> PyResult<PySearch> {
-        let b = bin_arg(pattern, "pattern")?;
-        let pattern = std::str::from_utf8(b.as_bytes())
-            .map_err(|e| invalid(py, format!("pattern is not UTF-8: {e}")))?;
-        reads::search(py, &self.handle, self.view(), pattern, limit, include_value)
+        let pattern = pattern_arg(py, pattern)?;
+        reads::search(
+            py,
+            &self.handle,
+            self.view(),
+            &pattern,
+            limit,
+            include_value,
+        )
     }
 
     /// The sequence number the snapshot reads at (``None`` once released).
