@@ -253,9 +253,11 @@ def start(name, work, port, limited=None):
         cmd = [os.path.join(ROOT, "target", "release", "pith"), "serve", "--db",
                os.path.join(work, "pith"), "--port", str(port), "--appendfsync", "everysec"]
         if limited:
-            # Recent writes and builds within an eighth of the limit each.
+            # Recent writes and builds within an eighth of the limit each,
+            # and one malloc arena (the least fragmentation).
             cmd += ["--pith-memtable-size", str(limited.limit // 8),
-                    "--pith-build-memory", str(limited.limit // 8)]
+                    "--pith-build-memory", str(limited.limit // 8),
+                    "--pith-malloc-arenas", "1"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             preexec_fn=limited.preexec if limited else None)
     wait_for(port, proc, name)

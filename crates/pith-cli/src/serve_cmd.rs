@@ -54,6 +54,9 @@ pub struct ServeArgs {
     /// Memory budget of a segment build (default 0: the engine's defaults).
     #[arg(long = "pith-build-memory")]
     pith_build_memory: Option<String>,
+    /// Most malloc arenas (default 0: glibc's; 1 under a tight memory limit).
+    #[arg(long = "pith-malloc-arenas")]
+    pith_malloc_arenas: Option<String>,
     /// A port for TLS connections, beside the plain one (default 0: none).
     #[arg(long = "tls-port")]
     tls_port: Option<u16>,
@@ -84,6 +87,7 @@ pub fn serve(args: &ServeArgs) -> Result<(), CliError> {
         ("client-query-buffer-limit", &args.client_query_buffer_limit),
         ("pith-memtable-size", &args.pith_memtable_size),
         ("pith-build-memory", &args.pith_build_memory),
+        ("pith-malloc-arenas", &args.pith_malloc_arenas),
         ("tls-port", &tls_port),
         ("tls-cert-file", &args.tls_cert_file),
         ("tls-key-file", &args.tls_key_file),

@@ -16,7 +16,29 @@
 //! and a flush: RSS 19.4 MB with glibc's default arenas, 14.2 MB with one
 //! arena (`M_ARENA_MAX` 1), 19.1 MB with jemalloc at a 1 s decay; one
 //! arena cost 39% of GET throughput at `-P 16` (166k against 272k
-//! requests/s, redis-benchmark, median of three), so the default stays.
+//! requests/s, redis-benchmark, median of three), so the default stays
+//! and `pith-malloc-arenas` lets a server under a tight memory limit
+//! choose fewer (at 128 MiB, 414 MB of debian-packages loaded with one
+//! arena; with the default the cgroup killed the server).
+
+/// Bounds glibc's malloc to `arenas` arenas (glibc only; 0 leaves its
+/// default); call before threads start allocating.
+pub fn limit_arenas(arenas: usize) {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    if let Ok(n) = libc::c_int::try_from(arenas) {
+        if n > 0 {
+            // SAFETY: `mallopt` sets an allocator parameter; M_ARENA_MAX
+            // only bounds how many arenas threads may create from now on,
+            // so it is safe at any time, and it touches no memory a caller
+            // owns.
+            unsafe {
+                libc::mallopt(libc::M_ARENA_MAX, n);
+            }
+        }
+    }
+    #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+    let _ = arenas;
+}
 
 /// Returns free heap pages to the operating system (glibc only).
 pub fn release_free_memory() {
