@@ -268,7 +268,7 @@ impl PyDB {
     }
 
     fn __contains__(&self, py: Python<'_>, key: &Bound<'_, PyAny>) -> PyResult<bool> {
-        Ok(read::get(py, &self.handle, View::Current, key)?.is_some())
+        read::contains(py, &self.handle, key)
     }
 
     /// Iterates over the keys, in order (as ``keys()``).

@@ -57,6 +57,13 @@ pub(crate) fn get(
     })
 }
 
+/// True when `key` is present in the database's current state: a lookup
+/// that decodes no value.
+pub(crate) fn contains(py: Python<'_>, handle: &Handle, key: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let key = bin_arg(key, "key")?;
+    handle.run(py, |db| Ok(db.contains(key.as_bytes())?))
+}
+
 /// The values of `keys` (an iterable) in `view`, in order, `None` for the
 /// absent ones: one GIL release for all of them.
 pub(crate) fn get_many(

@@ -167,6 +167,26 @@ impl Txn<'_> {
         }))
     }
 
+    /// True when `key` exists as this transaction sees it (no value is
+    /// decoded).
+    pub fn exists(&self, key: &[u8]) -> pith::Result<bool> {
+        Ok(self.deadline(key)?.is_some())
+    }
+
+    /// The deadline of `key` as this transaction sees it, without its
+    /// value: `None` when the key is absent, `Some(None)` when it never
+    /// expires.
+    pub fn deadline(&self, key: &[u8]) -> pith::Result<Option<Option<u64>>> {
+        if let Some(e) = self.pending.get(key) {
+            return Ok(e.as_ref().map(|e| e.deadline));
+        }
+        if self.cleared {
+            return Ok(None);
+        }
+        let found = self.store.db.deadline_of(key)?;
+        Ok(found.filter(|d| d.is_none_or(|d| d > self.now)))
+    }
+
     /// The time deadlines are judged against, in milliseconds since the
     /// Unix epoch.
     pub fn now(&self) -> u64 {

@@ -139,20 +139,28 @@ pub struct VerifyReport {
 }
 
 /// The value of `key` at `snap` and its deadline (`NO_DEADLINE`: none),
-/// unless it is deleted, absent or expired at `now`.
-fn get_in(st: &State, key: &[u8], snap: u64, now: u64) -> Result<Option<(Vec<u8>, u64)>> {
+/// unless it is deleted, absent or expired at `now`; without
+/// `with_value`, the value is left empty and nothing is decoded.
+fn get_in(
+    st: &State,
+    key: &[u8],
+    snap: u64,
+    now: u64,
+    with_value: bool,
+) -> Result<Option<(Vec<u8>, u64)>> {
     let live = |tag: u64, deadline: u64, value: Vec<u8>| {
         (tag_kind(tag) == Kind::Put && !expired(deadline, now)).then_some((value, deadline))
     };
     for m in std::iter::once(&st.mem).chain(st.frozen.iter().rev()) {
-        if let Some(v) = m.get(key, snap, now) {
+        if let Some(v) = m.get(key, snap, now, with_value) {
             return Ok(live(v.tag, v.deadline, v.value));
         }
     }
     let hash = crate::segment::key_hash(key);
     let mut out = Vec::new();
     for s in st.segments.iter().rev() {
-        if let Some((tag, deadline)) = s.get(key, hash, snap, now, &mut out)? {
+        let decode_into = with_value.then_some(&mut out);
+        if let Some((tag, deadline)) = s.get(key, hash, snap, now, decode_into)? {
             return Ok(live(tag, deadline, out));
         }
     }
@@ -271,7 +279,7 @@ impl DB {
     /// expired since the snapshot was taken reads as absent).
     pub fn get_at(&self, snapshot: &Snapshot, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
         let st = self.inner.current();
-        let found = get_in(&st, key.as_ref(), snapshot.seq, self.inner.now())?;
+        let found = get_in(&st, key.as_ref(), snapshot.seq, self.inner.now(), true)?;
         Ok(found.map(|(value, _)| value))
     }
 
@@ -290,8 +298,24 @@ impl DB {
         key: impl AsRef<[u8]>,
     ) -> Result<Option<(Vec<u8>, Option<u64>)>> {
         let (st, snap) = self.inner.view();
-        let found = get_in(&st, key.as_ref(), snap, self.inner.now())?;
+        let found = get_in(&st, key.as_ref(), snap, self.inner.now(), true)?;
         Ok(found.map(|(value, deadline)| (value, shown(deadline))))
+    }
+
+    /// True when `key` is present (not deleted, not expired): a lookup
+    /// that decodes no value.
+    pub fn contains(&self, key: impl AsRef<[u8]>) -> Result<bool> {
+        Ok(self.deadline_of(key)?.is_some())
+    }
+
+    /// When `key` expires, without decoding its value: `None` when it is
+    /// absent (deleted, expired or never written), `Some(None)` when it is
+    /// present and never expires, `Some(Some(ms))` when it expires at
+    /// `ms` (milliseconds since the Unix epoch).
+    pub fn deadline_of(&self, key: impl AsRef<[u8]>) -> Result<Option<Option<u64>>> {
+        let (st, snap) = self.inner.view();
+        let found = get_in(&st, key.as_ref(), snap, self.inner.now(), false)?;
+        Ok(found.map(|(_, deadline)| shown(deadline)))
     }
 
     /// Takes a snapshot of the current state.

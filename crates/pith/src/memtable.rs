@@ -145,8 +145,8 @@ impl Memtable {
     }
 
     /// The newest version of `key` visible at `snap`; its value is copied
-    /// only when it is a put not expired at `now`.
-    pub(crate) fn get(&self, key: &[u8], snap: u64, now: u64) -> Option<Version> {
+    /// only when `with_value` and it is a put not expired at `now`.
+    pub(crate) fn get(&self, key: &[u8], snap: u64, now: u64, with_value: bool) -> Option<Version> {
         if self.map.is_empty() {
             return None;
         }
@@ -159,7 +159,7 @@ impl Memtable {
             return None;
         }
         let (tag, v) = (e.key().tag, e.value());
-        let live = tag_kind(tag) == Kind::Put && !expired(v.deadline, now);
+        let live = with_value && tag_kind(tag) == Kind::Put && !expired(v.deadline, now);
         Some(Version {
             tag,
             deadline: v.deadline,
@@ -246,11 +246,18 @@ mod tests {
         m.insert(b"a", 3, Kind::Put, b"a3", NO_DEADLINE);
         m.insert(b"b", 2, Kind::Delete, b"", NO_DEADLINE);
         m.insert(b"c", 5, Kind::Put, b"c5", NO_DEADLINE);
-        assert_eq!(m.get(b"a", 10, 0).map(|v| v.value), Some(b"a3".to_vec()));
-        assert_eq!(m.get(b"a", 2, 0).map(|v| v.value), Some(b"a1".to_vec()));
-        assert!(m.get(b"a", 0, 0).is_none());
         assert_eq!(
-            m.get(b"b", 9, 0).map(|v| tag_kind(v.tag)),
+            m.get(b"a", 10, 0, true).map(|v| v.value),
+            Some(b"a3".to_vec())
+        );
+        assert_eq!(
+            m.get(b"a", 2, 0, true).map(|v| v.value),
+            Some(b"a1".to_vec())
+        );
+        assert_eq!(m.get(b"a", 2, 0, false).map(|v| v.value), Some(Vec::new()));
+        assert!(m.get(b"a", 0, 0, true).is_none());
+        assert_eq!(
+            m.get(b"b", 9, 0, true).map(|v| tag_kind(v.tag)),
             Some(Kind::Delete)
         );
         let f = m.next_visible(b"a", false, 4).map(|f| f.key);
@@ -274,9 +281,9 @@ mod tests {
     fn an_expired_put_is_found_without_its_value() {
         let m = Memtable::new(1);
         m.insert(b"k", 1, Kind::Put, b"value", 100);
-        let live = m.get(b"k", 1, 99).expect("found");
+        let live = m.get(b"k", 1, 99, true).expect("found");
         assert_eq!((live.deadline, live.value.as_slice()), (100, &b"value"[..]));
-        let gone = m.get(b"k", 1, 100).expect("found");
+        let gone = m.get(b"k", 1, 100, true).expect("found");
         assert_eq!((gone.deadline, gone.value.len()), (100, 0));
         assert_eq!(m.next_visible(b"", true, 1).map(|f| f.deadline), Some(100));
     }

@@ -47,6 +47,13 @@ fn every_read_hides_a_key_from_its_deadline_on() {
     );
     clock.advance(1);
     assert_eq!(db.get("b").expect("get"), None, "at the deadline");
+    assert!(!db.contains("b").expect("contains") && db.contains("a").expect("contains"));
+    assert_eq!(
+        db.deadline_of("c").expect("deadline"),
+        Some(Some(T0 + 5000))
+    );
+    assert_eq!(db.deadline_of("a").expect("deadline"), Some(None));
+    assert_eq!(db.deadline_of("b").expect("deadline"), None);
     assert_eq!(db.get_with_deadline("b").expect("get"), None);
     assert_eq!(keys(&db), vec![b"a".to_vec(), b"c".to_vec()]);
     let back: Vec<Vec<u8>> = db
@@ -73,6 +80,10 @@ fn every_read_hides_a_key_from_its_deadline_on() {
     // The same after a flush: the deadline lives in the segment.
     clock.set(T0 + 10);
     db.flush().expect("flush");
+    assert_eq!(
+        db.deadline_of("b").expect("deadline"),
+        Some(Some(T0 + 1000))
+    );
     assert_eq!(
         db.get_with_deadline("b").expect("get"),
         Some((b"goes".to_vec(), Some(T0 + 1000)))

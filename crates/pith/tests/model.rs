@@ -180,6 +180,10 @@ fn run(ops: Vec<Op>) {
                     .filter(|(_, deadline)| *deadline > now)
                     .map(|(v, d)| (v.clone(), (*d != NEVER).then_some(*d)));
                 assert_eq!(d.get_with_deadline(&k).expect("get"), want, "get {k:?}");
+                // The same answers without decoding the value.
+                let deadline = want.as_ref().map(|w| w.1);
+                assert_eq!(d.deadline_of(&k).expect("deadline_of"), deadline);
+                assert_eq!(d.contains(&k).expect("contains"), want.is_some());
                 assert_eq!(d.get(&k).expect("get"), model.get(&k).cloned(), "get {k:?}");
             }
             Op::Scan => {

@@ -215,9 +215,10 @@ pub fn pexpireat(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> CmdResult {
 /// What the TTL family reports of a key: -2 absent, -1 no deadline, else
 /// `shown(deadline)`.
 fn report(ctx: &mut Ctx<'_, '_>, key: &[u8], shown: impl Fn(u64, u64) -> u64) -> CmdResult {
-    Ok(Reply::Int(match ctx.txn.entry(key).map_err(engine)? {
+    // The deadline alone: no value is decoded.
+    Ok(Reply::Int(match ctx.txn.deadline(key).map_err(engine)? {
         None => -2,
-        Some(e) => e.deadline.map_or(-1, |d| shown(d, ctx.txn.now()) as i64),
+        Some(d) => d.map_or(-1, |d| shown(d, ctx.txn.now()) as i64),
     }))
 }
 

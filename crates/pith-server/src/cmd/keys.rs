@@ -17,7 +17,7 @@ pub fn del(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> CmdResult {
     let keys: BTreeSet<&Vec<u8>> = args[1..].iter().collect();
     let mut n = 0;
     for k in keys {
-        if ctx.txn.get(k).map_err(engine)?.is_some() {
+        if ctx.txn.exists(k).map_err(engine)? {
             ctx.txn.delete(k);
             n += 1;
         }
@@ -28,16 +28,16 @@ pub fn del(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> CmdResult {
 pub fn exists(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> CmdResult {
     let mut n = 0;
     for k in &args[1..] {
-        n += i64::from(ctx.txn.get(k).map_err(engine)?.is_some());
+        n += i64::from(ctx.txn.exists(k).map_err(engine)?);
     }
     Ok(Reply::Int(n))
 }
 
 pub fn type_(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> CmdResult {
     Ok(Reply::Simple(
-        match ctx.txn.get(&args[1]).map_err(engine)? {
-            Some(_) => "string",
-            None => "none",
+        match ctx.txn.exists(&args[1]).map_err(engine)? {
+            true => "string",
+            false => "none",
         },
     ))
 }
@@ -49,7 +49,7 @@ fn rename_to(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>], only_new: bool) -> CmdResu
         .entry(from)
         .map_err(engine)?
         .ok_or_else(|| Reply::err("no such key"))?;
-    if only_new && ctx.txn.get(to).map_err(engine)?.is_some() {
+    if only_new && ctx.txn.exists(to).map_err(engine)? {
         return Ok(Reply::Int(0));
     }
     if from != to {

@@ -58,7 +58,7 @@ fn current(ctx: &mut Ctx<'_, '_>, key: &[u8]) -> Result<Entry, Reply> {
 }
 
 pub fn setnx(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> CmdResult {
-    if ctx.txn.get(&args[1]).map_err(engine)?.is_some() {
+    if ctx.txn.exists(&args[1]).map_err(engine)? {
         return Ok(Reply::Int(0));
     }
     ctx.txn.put(&args[1], args[2].clone());
@@ -110,7 +110,7 @@ pub fn mset(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> CmdResult {
 pub fn msetnx(ctx: &mut Ctx<'_, '_>, args: &[Vec<u8>]) -> CmdResult {
     pairs(args, "msetnx")?;
     for kv in args[1..].chunks(2) {
-        if ctx.txn.get(&kv[0]).map_err(engine)?.is_some() {
+        if ctx.txn.exists(&kv[0]).map_err(engine)? {
             return Ok(Reply::Int(0));
         }
     }

@@ -474,16 +474,16 @@ impl Segment {
             .map_err(|e| Error::from_zip(&self.path, self.header.sections[format::STORE].offset, e))
     }
 
-    /// The version of `key` visible at `snap`: its tag and deadline, and
-    /// its value in `out` when it is a put not expired at `now`. `None`
-    /// when this segment has no visible version.
+    /// The version of `key` visible at `snap`: its tag and deadline, and,
+    /// when `out` is given, its value decoded into it if it is a put not
+    /// expired at `now`. `None` when this segment has no visible version.
     pub(crate) fn get(
         &self,
         key: &[u8],
         hash: u64,
         snap: u64,
         now: u64,
-        out: &mut Vec<u8>,
+        out: Option<&mut Vec<u8>>,
     ) -> Result<Option<(u64, u64)>> {
         if snap < self.header.min_seq || !self.bloom.may_contain(hash) {
             return Ok(None);
@@ -495,7 +495,7 @@ impl Segment {
             return Ok(None);
         };
         let (tag, deadline) = (self.tag(r), self.deadline(r));
-        if tag_kind(tag) == Kind::Put && !expired(deadline, now) {
+        if let Some(out) = out.filter(|_| tag_kind(tag) == Kind::Put && !expired(deadline, now)) {
             // Room for a typical value up front, so decoding rarely regrows.
             out.reserve(self.typical_value);
             self.value(r, out)?;
