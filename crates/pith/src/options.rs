@@ -91,20 +91,34 @@ pub struct Options {
 }
 
 impl Options {
-    /// Checks the options a database cannot run with.
+    /// Checks the options a database cannot run with; the error names the
+    /// first option at fault and its value.
     pub(crate) fn validate(&self) -> crate::Result<()> {
-        if self.memtable_bytes == 0
-            || self.max_frozen_memtables == 0
-            || self.merge_trigger == 0
-            || self.max_merge_width < 2
-            || self.stall_segments <= self.merge_trigger
-            || self.background_threads == 0
-        {
-            return Err(crate::Error::InvalidArgument(
-                "memtable_bytes, max_frozen_memtables, merge_trigger and background_threads must be positive, max_merge_width at least 2, stall_segments above merge_trigger".into(),
-            ));
+        let fault = if self.memtable_bytes == 0 {
+            Some("memtable_bytes is 0; it must be positive".to_string())
+        } else if self.max_frozen_memtables == 0 {
+            Some("max_frozen_memtables is 0; it must be positive".to_string())
+        } else if self.merge_trigger == 0 {
+            Some("merge_trigger is 0; it must be positive".to_string())
+        } else if self.background_threads == 0 {
+            Some("background_threads is 0; it must be positive".to_string())
+        } else if self.max_merge_width < 2 {
+            Some(format!(
+                "max_merge_width is {}; it must be at least 2",
+                self.max_merge_width
+            ))
+        } else if self.stall_segments <= self.merge_trigger {
+            Some(format!(
+                "stall_segments is {} and merge_trigger {}; stall_segments must be above merge_trigger",
+                self.stall_segments, self.merge_trigger
+            ))
+        } else {
+            None
+        };
+        match fault {
+            Some(message) => Err(crate::Error::InvalidArgument(message)),
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// `zip` shrunk to fit [`Options::build_memory_bytes`].
@@ -162,5 +176,38 @@ impl WriteOptions {
     /// Options with `sync` set.
     pub fn synced() -> Self {
         WriteOptions { sync: true }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_invalid_option_is_named_with_its_value() {
+        assert!(Options::default().validate().is_ok());
+        let message = |o: Options| match o.validate() {
+            Err(crate::Error::InvalidArgument(m)) => m,
+            other => panic!("{other:?}"),
+        };
+        let m = message(Options {
+            max_merge_width: 1,
+            ..Options::default()
+        });
+        assert_eq!(m, "max_merge_width is 1; it must be at least 2");
+        let m = message(Options {
+            stall_segments: 4,
+            merge_trigger: 4,
+            ..Options::default()
+        });
+        assert!(
+            m.starts_with("stall_segments is 4 and merge_trigger 4"),
+            "{m}"
+        );
+        let m = message(Options {
+            memtable_bytes: 0,
+            ..Options::default()
+        });
+        assert!(m.starts_with("memtable_bytes is 0"), "{m}");
     }
 }
