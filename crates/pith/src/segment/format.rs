@@ -90,7 +90,7 @@ impl Header {
     /// The header's bytes: as many as its version's layout has (its
     /// version must be 1 or 2).
     pub(crate) fn encode(&self) -> Vec<u8> {
-        let (sections, len) = layout(self.version).unwrap_or((SECTIONS, HEADER_BYTES));
+        let (sections, len) = (self.section_count(), self.len());
         let mut b = vec![0u8; len];
         b[..8].copy_from_slice(MAGIC);
         b[8..12].copy_from_slice(&self.version.to_le_bytes());
