@@ -68,7 +68,7 @@ pub fn run(cmd: &TrieCommand) -> Result<(), CliError> {
         }
         TrieCommand::Search { trie, regex, limit } => {
             let bytes = read(trie)?;
-            let t = pith_trie::Trie::open(bytes.as_bytes())
+            let t = pith_trie::Trie::open_validated(bytes.as_bytes())
                 .map_err(|e| CliError::Usage(format!("{}: {e}", trie.display())))?;
             let re = pith_trie::KeyRegex::new(regex)?;
             let mut out = std::io::BufWriter::new(std::io::stdout().lock());

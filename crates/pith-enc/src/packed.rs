@@ -132,6 +132,13 @@ impl<'a> Packed<'a> {
         self.words
     }
 
+    /// Value `i`, or `None` past `len`: for readers that index with
+    /// numbers read from bytes not yet validated.
+    #[inline(always)]
+    pub fn try_get(&self, i: usize) -> Option<u64> {
+        (i < self.len).then(|| self.get(i))
+    }
+
     /// Value `i`, for `i < len`. Past `len` the result is unspecified (it
     /// may panic).
     #[inline(always)]
@@ -215,7 +222,9 @@ mod tests {
             prop_assert_eq!(p.len(), n);
             for (i, &v) in values.iter().enumerate() {
                 prop_assert_eq!(p.get(i), v);
+                prop_assert_eq!(p.try_get(i), Some(v));
             }
+            prop_assert_eq!(p.try_get(n), None);
         }
 
         /// Garbage in padding words never leaks into a value.

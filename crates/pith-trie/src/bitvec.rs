@@ -22,8 +22,10 @@
 //! We write this ourselves rather than use `sucds` or `vers-vecs` because the
 //! trie must open zero-copy from an mmapped, checksummed file, and neither
 //! crate reads its structures in place from borrowed bytes. [`BitVec::read`]
-//! recomputes the rank and select directories and rejects any mismatch, so
-//! every query on an opened vector stays in bounds.
+//! takes the parts in O(1), so `get(i)` and `rank1(i)` for `i <= len` stay
+//! in bounds whatever the bytes hold; [`BitVec::validate`] recomputes the
+//! rank and select directories and rejects any mismatch, and only a
+//! validated vector may be asked to `select1`.
 
 use pith_enc::packed::{bits_for, Packed};
 
@@ -121,12 +123,16 @@ pub(crate) struct BitVec<'a> {
     bits: &'a [u64],
     rank: &'a [u64],
     samples: Packed<'a>,
+    /// What the vector is and where it starts, for error messages.
+    what: &'static str,
+    at: usize,
 }
 
 impl<'a> BitVec<'a> {
-    /// Reads and validates a vector written by [`BitVecBuilder::write`].
+    /// Takes a vector written by [`BitVecBuilder::write`] in O(1): lengths
+    /// are checked, the directories not (see [`BitVec::validate`]).
     pub(crate) fn read(r: &mut WordReader<'a>, what: &'static str) -> Result<Self> {
-        let start = r.offset();
+        let at = r.offset();
         let len = r.count(what, u64::MAX >> 8)?;
         let ones = r.count(what, len as u64)?;
         let nwords = len / 64 + 1;
@@ -134,31 +140,41 @@ impl<'a> BitVec<'a> {
         let nblocks = nwords.div_ceil(8);
         let rank = r.take(nblocks * 2, what)?;
         let samples = r.packed(what)?;
-        // Bits past `len` must be zero so counts are exact.
-        let tail_mask = !((1u64 << (len % 64)) - 1);
-        if bits[len / 64] & tail_mask != 0 {
-            return Err(corrupt(start, format!("{what}: bits set past the end")));
-        }
-        let (want_rank, want_samples, want_ones) = directories(bits);
-        let samples_match = samples.len() == want_samples.len()
-            && samples.width() == bits_for(len as u64)
-            && want_samples
-                .iter()
-                .enumerate()
-                .all(|(i, &p)| samples.get(i) == p);
-        if want_ones != ones || want_rank != rank || !samples_match {
-            return Err(corrupt(
-                start,
-                format!("{what}: rank/select directory does not match the bits"),
-            ));
-        }
         Ok(BitVec {
             len,
             ones,
             bits,
             rank,
             samples,
+            what,
+            at,
         })
+    }
+
+    /// Checks what [`BitVec::read`] took on trust: zero bits past `len`,
+    /// and the rank and select directories against the bits.
+    pub(crate) fn validate(&self) -> Result<()> {
+        let (len, what) = (self.len, self.what);
+        // Bits past `len` must be zero so counts are exact.
+        let tail_mask = !((1u64 << (len % 64)) - 1);
+        if self.bits[len / 64] & tail_mask != 0 {
+            return Err(corrupt(self.at, format!("{what}: bits set past the end")));
+        }
+        let (want_rank, want_samples, want_ones) = directories(self.bits);
+        let samples = &self.samples;
+        let samples_match = samples.len() == want_samples.len()
+            && samples.width() == bits_for(len as u64)
+            && want_samples
+                .iter()
+                .enumerate()
+                .all(|(i, &p)| samples.get(i) == p);
+        if want_ones != self.ones || want_rank != self.rank || !samples_match {
+            return Err(corrupt(
+                self.at,
+                format!("{what}: rank/select directory does not match the bits"),
+            ));
+        }
+        Ok(())
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -307,6 +323,7 @@ mod tests {
             let words = build(&bits);
             let mut r = WordReader::new(&words, 0);
             let bv = BitVec::read(&mut r, "test").unwrap();
+            bv.validate().unwrap();
             prop_assert!(r.is_empty());
             let mut ones = 0;
             for (i, &b) in bits.iter().enumerate() {
@@ -370,6 +387,7 @@ mod tests {
         let rank_start = 2 + 3000 / 64 + 1;
         words[rank_start + 2] += 1;
         let mut r = WordReader::new(&words, 0);
-        assert!(BitVec::read(&mut r, "test").is_err());
+        let bv = BitVec::read(&mut r, "test").expect("lengths are intact");
+        assert!(bv.validate().is_err());
     }
 }

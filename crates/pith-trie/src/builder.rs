@@ -170,6 +170,7 @@ impl TrieBuilder {
             flags: if root_terminal { FLAG_ROOT_TERMINAL } else { 0 },
             num_keys: n as u64,
             num_edges: edges.len() as u64,
+            body_crc: 0, // computed by write_header
         };
         let (head, rest) =
             bytemuck::cast_slice_mut::<u64, u8>(&mut words).split_at_mut(HEADER_BYTES);

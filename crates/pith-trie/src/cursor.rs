@@ -9,7 +9,7 @@
 //! A cursor borrows its trie and is not shared between threads; make one
 //! per thread (they are cheap).
 
-use crate::edges::{HAS_CHILD, LOUDS, TERM};
+use crate::edges::{LOUDS, TERM};
 use crate::trie::Trie;
 
 /// An ordered cursor over a trie's keys.
@@ -105,11 +105,10 @@ impl<'t, 'a> Cursor<'t, 'a> {
         let mut e = t.edges.select(TERM, rank);
         loop {
             self.path.push((e, 0));
-            let k = t.edges.rank(LOUDS, e + 1) - 1;
-            if k == 0 {
-                break;
+            match t.parent_edge(e) {
+                Some(p) => e = p,
+                None => break,
             }
-            e = t.edges.select(HAS_CHILD, k - 1);
         }
         self.path.reverse();
         for entry in &mut self.path {
@@ -131,7 +130,9 @@ impl<'t, 'a> Cursor<'t, 'a> {
             if self.trie.edges.bit(TERM, e) {
                 return;
             }
-            let s = self.trie.children(self.trie.child_node(e)).0;
+            let Some((s, _)) = self.trie.child_edges(e) else {
+                return; // a leaf that is not terminal: corrupt, not validated
+            };
             self.push(s, self.key.len());
         }
     }
@@ -139,10 +140,9 @@ impl<'t, 'a> Cursor<'t, 'a> {
     /// Descends from the top edge to the last key below it.
     fn descend_to_max(&mut self) {
         while let Some(&(e, _)) = self.path.last() {
-            if !self.trie.edges.bit(HAS_CHILD, e) {
+            let Some((_, t)) = self.trie.child_edges(e) else {
                 return;
-            }
-            let t = self.trie.children(self.trie.child_node(e)).1;
+            };
             self.push(t - 1, self.key.len());
         }
     }
@@ -159,17 +159,14 @@ impl<'t, 'a> Cursor<'t, 'a> {
             return self.invalidate();
         }
         self.id = Some(id + 1);
-        match self.path.last() {
+        match self.path.last().map(|&(e, _)| t.child_edges(e)) {
             None => {
                 // At the empty key (the root): go to the first child.
                 let s = t.children(0).0;
                 self.push(s, 0);
             }
-            Some(&(e, _)) if t.edges.bit(HAS_CHILD, e) => {
-                let s = t.children(t.child_node(e)).0;
-                self.push(s, self.key.len());
-            }
-            Some(_) => {
+            Some(Some((s, _))) => self.push(s, self.key.len()),
+            Some(None) => {
                 // Climb until an edge has a next sibling.
                 while let Some((e, before)) = self.path.pop() {
                     if e + 1 < t.edges.len() && !t.edges.bit(LOUDS, e + 1) {
@@ -192,7 +189,7 @@ impl<'t, 'a> Cursor<'t, 'a> {
         self.id = Some(id - 1);
         let t = self.trie;
         while let Some((e, before)) = self.path.pop() {
-            if !t.edges.bit(LOUDS, e) {
+            if e > 0 && !t.edges.bit(LOUDS, e) {
                 self.push(e - 1, before);
                 self.descend_to_max();
                 return true;

@@ -18,8 +18,11 @@
 //! The last block is always partial or empty, so `rank(kind, n)` reads inside
 //! the array. Bytes and bits past `n` are zero. Select samples (packed
 //! positions of every 16th LOUDS one and every 32nd HAS_CHILD and TERM one)
-//! follow. [`Edges::read`] recomputes counters and samples and rejects any
-//! difference, so queries need no bounds reasoning beyond `e < n`.
+//! follow. [`Edges::read`] takes the parts in O(1) and [`Edges::validate`]
+//! recomputes counters and samples and rejects any difference. Between the
+//! two, every accessor reads through a bounds-checked word fetch (0 past
+//! the end) and `select` never scans past the last block, so corrupt but
+//! unvalidated bytes give wrong answers, never a panic or an endless loop.
 
 use pith_enc::packed::{bits_for, Packed};
 
@@ -106,6 +109,15 @@ impl EdgesBuilder {
     }
 }
 
+/// The low `valid` bits (`valid <= 64`).
+fn valid_mask(valid: usize) -> u64 {
+    if valid >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << valid) - 1
+    }
+}
+
 /// Positions of the ones numbered 0, every, 2 * every, ...
 fn sample_positions(words: &[u64], every: usize) -> Vec<u64> {
     let mut out = Vec::new();
@@ -129,11 +141,17 @@ pub(crate) struct Edges<'a> {
     blocks: &'a [u64],
     samples: [Packed<'a>; 3],
     ones: [usize; 4],
+    /// Byte offset of the section in the file, for error messages.
+    at: usize,
 }
 
 impl<'a> Edges<'a> {
+    /// Takes the section's parts in O(1): the lengths and the sample
+    /// geometry are checked, the bits, counters and samples are not (see
+    /// [`Edges::validate`]); every accessor stays in bounds and terminates
+    /// whatever they hold.
     pub(crate) fn read(r: &mut WordReader<'a>) -> Result<Self> {
-        let off = r.offset();
+        let at = r.offset();
         let n = r.count("edges", u32::MAX as u64 - 1)?;
         let nblocks = n / 64 + 1;
         let blocks = r.take(nblocks * BLOCK_WORDS, "edge blocks")?;
@@ -142,30 +160,56 @@ impl<'a> Edges<'a> {
             samples_read.push(r.packed("edge select samples")?);
         }
         let samples = [samples_read[0], samples_read[1], samples_read[2]];
-        // Recompute counters and samples; check the padding is zero.
+        // The totals are the last block's counters plus its own ones.
+        let last = &blocks[(nblocks - 1) * BLOCK_WORDS..];
+        let valid = valid_mask(n - 64 * (nblocks - 1));
+        let ones = [LOUDS, HAS_CHILD, TERM, HAS_TAIL].map(|kind| {
+            let before = (last[12 + kind / 2] >> (32 * (kind % 2))) as u32 as usize;
+            before + (last[8 + kind] & valid).count_ones() as usize
+        });
+        for kind in 0..3 {
+            let s = &samples[kind];
+            if s.len() != ones[kind].div_ceil(SAMPLE_EVERY[kind]) || s.width() != bits_for(n as u64)
+            {
+                return Err(corrupt(
+                    at,
+                    "edge select samples disagree with the bit counts",
+                ));
+            }
+        }
+        Ok(Edges {
+            n,
+            blocks,
+            samples,
+            ones,
+            at,
+        })
+    }
+
+    /// Checks what [`Edges::read`] took on trust: every rank counter, the
+    /// zero padding past the last edge, and every select sample.
+    pub(crate) fn validate(&self) -> Result<()> {
+        let (n, at) = (self.n, self.at);
+        let nblocks = n / 64 + 1;
         let mut counts = [0u64; 4];
         let mut flag_words: [Vec<u64>; 3] = Default::default();
         for b in 0..nblocks {
-            let block = &blocks[b * BLOCK_WORDS..(b + 1) * BLOCK_WORDS];
+            let block = &self.blocks[b * BLOCK_WORDS..(b + 1) * BLOCK_WORDS];
             let want12 = counts[LOUDS] | counts[HAS_CHILD] << 32;
             let want13 = counts[TERM] | counts[HAS_TAIL] << 32;
             if block[12] != want12 || block[13] != want13 {
                 return Err(corrupt(
-                    off,
+                    at,
                     format!("edge block {b}: rank counters do not match the bits"),
                 ));
             }
             let valid = n.saturating_sub(64 * b).min(64);
-            let mask = if valid == 64 {
-                u64::MAX
-            } else {
-                (1u64 << valid) - 1
-            };
+            let mask = valid_mask(valid);
             let bytes: &[u8] = bytemuck::cast_slice(&block[..8]);
             if block[8..12].iter().any(|w| w & !mask != 0) || bytes[valid..].iter().any(|&x| x != 0)
             {
                 return Err(corrupt(
-                    off,
+                    at,
                     format!("edge block {b}: bits or bytes set past the last edge"),
                 ));
             }
@@ -178,21 +222,12 @@ impl<'a> Edges<'a> {
         }
         for kind in 0..3 {
             let want = sample_positions(&flag_words[kind], SAMPLE_EVERY[kind]);
-            let s = &samples[kind];
-            if s.len() != want.len()
-                || s.width() != bits_for(n as u64)
-                || want.iter().enumerate().any(|(i, &p)| s.get(i) != p)
-            {
-                return Err(corrupt(off, "edge select samples do not match the bits"));
+            let s = &self.samples[kind];
+            if s.len() != want.len() || want.iter().enumerate().any(|(i, &p)| s.get(i) != p) {
+                return Err(corrupt(at, "edge select samples do not match the bits"));
             }
         }
-        let ones = counts.map(|c| c as usize);
-        Ok(Edges {
-            n,
-            blocks,
-            samples,
-            ones,
-        })
+        Ok(())
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -210,40 +245,57 @@ impl<'a> Edges<'a> {
     /// First label byte of edge `e < n`.
     #[inline(always)]
     pub(crate) fn label(&self, e: usize) -> u8 {
-        let w = self.blocks[(e / 64) * BLOCK_WORDS + (e % 64) / 8];
+        let w = self.word((e / 64) * BLOCK_WORDS + (e % 64) / 8);
         (w >> (8 * (e % 8))) as u8
+    }
+
+    /// Word `i` of the blocks; 0 past them. Every accessor reads through
+    /// this (`e <= n` is always inside; a position computed from unvalidated
+    /// bytes may not be), so no query can index out of bounds.
+    #[inline(always)]
+    fn word(&self, i: usize) -> u64 {
+        self.blocks.get(i).copied().unwrap_or(0)
     }
 
     #[inline(always)]
     pub(crate) fn bit(&self, kind: usize, e: usize) -> bool {
-        (self.blocks[(e / 64) * BLOCK_WORDS + 8 + kind] >> (e % 64)) & 1 == 1
+        (self.word((e / 64) * BLOCK_WORDS + 8 + kind) >> (e % 64)) & 1 == 1
     }
 
     /// Ones of flag `kind` before edge `e` (`e <= n`).
     #[inline(always)]
     pub(crate) fn rank(&self, kind: usize, e: usize) -> usize {
         let base = (e / 64) * BLOCK_WORDS;
-        let counter = (self.blocks[base + 12 + kind / 2] >> (32 * (kind % 2))) as u32 as usize;
+        let counter = (self.word(base + 12 + kind / 2) >> (32 * (kind % 2))) as u32 as usize;
         let mask = (1u64 << (e % 64)) - 1;
-        counter + (self.blocks[base + 8 + kind] & mask).count_ones() as usize
+        counter + (self.word(base + 8 + kind) & mask).count_ones() as usize
     }
 
-    /// Position of the `r`-th one of flag `kind` (LOUDS, HAS_CHILD or TERM), `r < ones`.
+    /// Position of the `r`-th one of flag `kind` (LOUDS, HAS_CHILD or
+    /// TERM), or `n` when there is no such one. At most `n` (also when
+    /// samples are corrupt: the scan stops at the last block).
     #[inline(always)]
     pub(crate) fn select(&self, kind: usize, r: usize) -> usize {
+        if r >= self.ones[kind] {
+            return self.n;
+        }
         let every = SAMPLE_EVERY[kind];
-        let p = self.samples[kind].get(r / every) as usize;
+        let p = self.samples[kind].try_get(r / every).unwrap_or(0) as usize;
         let mut rem = (r % every) as u32;
-        let mut b = p / 64;
-        let mut word = self.blocks[b * BLOCK_WORDS + 8 + kind] & (u64::MAX << (p % 64));
+        let last = self.n / 64;
+        let mut b = (p / 64).min(last);
+        let mut word = self.word(b * BLOCK_WORDS + 8 + kind) & (u64::MAX << (p % 64));
         loop {
             let c = word.count_ones();
             if rem < c {
-                return b * 64 + select_in_word(word, rem) as usize;
+                return (b * 64 + select_in_word(word, rem) as usize).min(self.n);
             }
             rem -= c;
             b += 1;
-            word = self.blocks[b * BLOCK_WORDS + 8 + kind];
+            if b > last {
+                return self.n;
+            }
+            word = self.word(b * BLOCK_WORDS + 8 + kind);
         }
     }
 
@@ -254,7 +306,7 @@ impl<'a> Edges<'a> {
             return self.n;
         }
         let mut b = i / 64;
-        let mut word = self.blocks[b * BLOCK_WORDS + 8 + LOUDS] & (u64::MAX << (i % 64));
+        let mut word = self.word(b * BLOCK_WORDS + 8 + LOUDS) & (u64::MAX << (i % 64));
         for _ in 0..4 {
             if word != 0 {
                 return (b * 64 + word.trailing_zeros() as usize).min(self.n);
@@ -263,14 +315,9 @@ impl<'a> Edges<'a> {
             if b * 64 >= self.n {
                 return self.n;
             }
-            word = self.blocks[b * BLOCK_WORDS + 8 + LOUDS];
+            word = self.word(b * BLOCK_WORDS + 8 + LOUDS);
         }
-        let r = self.rank(LOUDS, b * 64);
-        if r >= self.ones[LOUDS] {
-            self.n
-        } else {
-            self.select(LOUDS, r)
-        }
+        self.select(LOUDS, self.rank(LOUDS, b * 64))
     }
 
     /// First edge in `s..t` whose label is `>= c` (`t` if none); labels in
@@ -278,6 +325,7 @@ impl<'a> Edges<'a> {
     /// candidates, and a scan that skips finding `t`, were both slower.)
     #[inline(always)]
     pub(crate) fn lower(&self, mut s: usize, mut t: usize, c: u8) -> usize {
+        debug_assert!(s <= t);
         while t - s > 8 {
             let mid = s + (t - s) / 2;
             if self.label(mid) < c {
@@ -316,6 +364,7 @@ mod tests {
             b.write(&mut out).unwrap();
             let mut r = WordReader::new(&out, 0);
             let e = Edges::read(&mut r).unwrap();
+            e.validate().unwrap();
             prop_assert!(r.is_empty());
             let mut ones = [0usize; 4];
             for (i, &(l, f)) in edges.iter().enumerate() {
@@ -335,6 +384,10 @@ mod tests {
             }
             for (kind, &count) in ones.iter().enumerate() {
                 prop_assert_eq!(e.rank(kind, edges.len()), count);
+                prop_assert_eq!(e.ones(kind), count);
+                if kind < 3 {
+                    prop_assert_eq!(e.select(kind, count), edges.len());
+                }
             }
         }
     }

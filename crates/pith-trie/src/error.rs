@@ -2,8 +2,9 @@
 //!
 //! Every failure to open bytes as a trie, and every rejected builder input,
 //! is a variant here with the facts needed to act on it. Queries on an opened
-//! trie cannot fail: [`crate::Trie::open`] validates every structural
-//! invariant the query code relies on, so a trie that opened is safe to use.
+//! trie cannot fail: they stay in bounds and end on any bytes that opened,
+//! and give right answers once [`crate::Trie::validate`] has accepted the
+//! structure (see the trust model in the `trie` module).
 
 use thiserror::Error;
 

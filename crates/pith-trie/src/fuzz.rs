@@ -1,17 +1,40 @@
 //! Entry points shared by the cargo-fuzz targets and the in-tree smoke tests.
 //!
 //! [`open_and_query`] must never panic, whatever the bytes: it opens them and,
-//! if they open, exercises every query on keys drawn from the input itself.
+//! if they open, exercises every query on keys drawn from the input itself,
+//! validated or not, and checks a validated trie's answers agree.
 
 use crate::{AlignedBytes, KeyRegex, Trie};
 
-/// Opens `data` as a trie and, if it opens, runs every kind of query on it.
+/// Opens `data` as a trie and, if it opens, runs every kind of query on it
+/// before validating (queries on unvalidated bytes must stay in bounds and
+/// end); if it then validates, checks that ids and keys agree both ways.
 pub fn open_and_query(data: &[u8]) {
     let bytes = AlignedBytes::copy_from(data);
     let Ok(trie) = Trie::open(bytes.as_bytes()) else {
         return;
     };
     exercise(&trie, data);
+    if trie.validate().is_ok() {
+        check_consistent(&trie);
+    }
+}
+
+/// On a validated trie: every key found by id looks up to that id, in
+/// increasing key order (a few hundred ids at most). Panics otherwise: the
+/// validation let through a structure the queries disagree on.
+fn check_consistent(trie: &Trie<'_>) {
+    let mut prev: Option<Vec<u8>> = None;
+    for id in 0..(trie.len() as u64).min(300) {
+        let key = trie
+            .key(id)
+            .expect("a validated trie has every id below len");
+        assert_eq!(trie.lookup(&key), Some(id), "id {id} key {key:?}");
+        if let Some(p) = &prev {
+            assert!(p < &key, "ids out of key order at {id}");
+        }
+        prev = Some(key);
+    }
 }
 
 /// Like [`open_and_query`], but first rewrites both checksums so that the

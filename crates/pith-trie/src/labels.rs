@@ -5,9 +5,11 @@
 //! packed array of width `bits_for(pool length)` and `deltas` a packed array
 //! of width `bits_for(largest delta)`. Label `i` is
 //! `pool[offset[i] .. offset[i + 1]]`, encoded by the symbol table (see
-//! [`crate::symbols`]). [`Labels::read`] checks that the offsets start at 0,
-//! never decrease and end at the pool length, so every slice taken by a
-//! query is in bounds.
+//! [`crate::symbols`]). [`Labels::read`] checks the parts' lengths in O(1);
+//! [`Labels::validate`] checks that the offsets start at 0, never decrease
+//! and end at the pool length. Queries take each slice with a checked
+//! `get`, so unvalidated offsets give a wrong label, never an out-of-bounds
+//! read.
 //!
 //! Sampled bases with packed deltas rather than Elias-Fano: a label's extent
 //! is then two plain reads instead of a select, which a lookup pays at every
@@ -58,6 +60,8 @@ pub(crate) struct Labels<'a> {
     bases: Packed<'a>,
     deltas: Packed<'a>,
     pool: &'a [u8],
+    /// Byte offset of the section in the file, for error messages.
+    at: usize,
 }
 
 impl<'a> Labels<'a> {
@@ -75,24 +79,33 @@ impl<'a> Labels<'a> {
             );
             return Err(corrupt(off, detail));
         }
-        let labels = Labels {
+        Ok(Labels {
             symbols,
             bases,
             deltas,
             pool,
-        };
+            at: off,
+        })
+    }
+
+    /// Checks what [`Labels::read`] took on trust: the offsets start at 0,
+    /// never decrease and end at the pool length.
+    pub(crate) fn validate(&self) -> Result<()> {
         let mut prev = 0;
-        for i in 0..deltas.len() {
-            let v = labels.offset(i);
+        for i in 0..self.deltas.len() {
+            let v = self.offset(i);
             if (i == 0 && v != 0) || v < prev {
-                return Err(corrupt(off, format!("label offset {i} out of order")));
+                return Err(corrupt(self.at, format!("label offset {i} out of order")));
             }
             prev = v;
         }
-        if prev != pool.len() as u64 {
-            return Err(corrupt(off, "label offsets do not end at the pool length"));
+        if prev != self.pool.len() as u64 {
+            return Err(corrupt(
+                self.at,
+                "label offsets do not end at the pool length",
+            ));
         }
-        Ok(labels)
+        Ok(())
     }
 
     pub(crate) fn size_bytes(&self) -> usize {
@@ -121,8 +134,13 @@ impl<'a> Labels<'a> {
         self.bases.get(i / SAMPLE).wrapping_add(self.deltas.get(i))
     }
 
+    /// The encoded label `i`; empty for `i` past the last label or offsets
+    /// that do not delimit a slice of the pool (bytes not yet validated).
     #[inline(always)]
     fn code(&self, i: usize) -> &'a [u8] {
+        if i + 1 >= self.deltas.len() {
+            return &[];
+        }
         let (a, b) = (self.offset(i), self.offset(i + 1));
         self.pool.get(a as usize..b as usize).unwrap_or(&[])
     }

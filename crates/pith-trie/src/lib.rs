@@ -12,9 +12,13 @@
 //!   subtrees instead of scanning keys ([`Trie::regex_walk`]: the same
 //!   walk, one match at a time).
 //!
-//! It opens zero-copy from bytes (an mmapped file): [`Trie::open`] checks the
-//! magic, version, crc32c checksums and every structural invariant, and
-//! returns a typed [`Error`] on bad bytes, never a panic.
+//! It opens zero-copy from bytes (an mmapped file) in constant time:
+//! [`Trie::open`] checks the magic, version, header checksum and section
+//! bounds, and [`Trie::validate`] (run by `verify`, or use
+//! [`Trie::open_validated`]) the body checksum and every structural
+//! invariant. Bad bytes get a typed [`Error`], never a panic, and queries on
+//! bytes that opened but were not validated stay in bounds and end (the
+//! trust model is in the `trie` module's docs).
 //!
 //! # Design, and why
 //!

@@ -10,8 +10,11 @@
 //! takes at most `2T + 1` forward steps.
 //!
 //! Layout: `pi: Packed | sampled: BitVec (n bits) | back: Packed`.
-//! [`Perm::read`] checks that `pi` is a permutation and that every shortcut
-//! is right, so [`Perm::inverse`] always terminates with the true answer.
+//! [`Perm::read`] checks the parts' lengths and widths in O(1); every
+//! accessor is bounds-checked and [`Perm::inverse`] takes at most `2T + 2`
+//! steps whatever the bytes. [`Perm::validate`] checks that `pi` is a
+//! permutation and that every shortcut is right, so that the inverse is
+//! the true one.
 
 use pith_enc::packed::{bits_for, Packed};
 
@@ -63,6 +66,8 @@ pub(crate) struct Perm<'a> {
     pi: Packed<'a>,
     sampled: BitVec<'a>,
     back: Packed<'a>,
+    /// Byte offset of the section in the file, for error messages.
+    at: usize,
 }
 
 impl<'a> Perm<'a> {
@@ -78,6 +83,21 @@ impl<'a> Perm<'a> {
         if pi.width() != width || back.width() != width {
             return Err(corrupt(off, "permutation width is not bits_for(n - 1)"));
         }
+        Ok(Perm {
+            pi,
+            sampled,
+            back,
+            at: off,
+        })
+    }
+
+    /// Checks what [`Perm::read`] took on trust: `pi` is a permutation,
+    /// every shortcut is right, and every inverse finishes within the bound
+    /// the shortcuts promise.
+    pub(crate) fn validate(&self) -> Result<()> {
+        let (pi, sampled, back, off) = (self.pi, self.sampled, self.back, self.at);
+        let n = pi.len();
+        sampled.validate()?;
         let mut hit = vec![false; n];
         for t in 0..n {
             let v = pi.get(t) as usize;
@@ -85,7 +105,6 @@ impl<'a> Perm<'a> {
                 return Err(corrupt(off, "permutation maps two terminals to one key id"));
             }
         }
-        let perm = Perm { pi, sampled, back };
         for s in 0..back.len() {
             let x = sampled.select1(s);
             let mut y = back.get(s) as usize;
@@ -99,13 +118,12 @@ impl<'a> Perm<'a> {
                 return Err(corrupt(off, "permutation shortcut is wrong"));
             }
         }
-        // Every inverse must finish within the bound the samples promise.
         for i in 0..n {
-            if perm.try_inverse(i).is_none() {
+            if self.try_inverse(i).is_none() {
                 return Err(corrupt(off, "permutation cycle lacks shortcuts"));
             }
         }
-        Ok(perm)
+        Ok(())
     }
 
     pub(crate) fn size_bytes(&self) -> usize {
@@ -115,23 +133,27 @@ impl<'a> Perm<'a> {
     /// `pi(t)`.
     #[inline(always)]
     pub(crate) fn get(&self, t: usize) -> usize {
-        self.pi.get(t) as usize
+        self.pi.try_get(t).unwrap_or(0) as usize
     }
 
-    /// `pi^-1(i)`; `i < n`.
+    /// `pi^-1(i)`; `i < n`. On a permutation not yet validated the answer
+    /// may be wrong (0 when the walk fails), but the walk is bounded.
     #[inline(always)]
     pub(crate) fn inverse(&self, i: usize) -> usize {
-        // `read` proved try_inverse succeeds for every i.
         self.try_inverse(i).unwrap_or(0)
     }
 
     #[inline(always)]
     fn try_inverse(&self, i: usize) -> Option<usize> {
+        let n = self.pi.len();
         let mut j = i;
         let mut jumped = false;
         for _ in 0..2 * T + 2 {
+            if j >= n {
+                return None;
+            }
             if !jumped && self.sampled.get(j) {
-                j = self.back.get(self.sampled.rank1(j)) as usize;
+                j = self.back.try_get(self.sampled.rank1(j))? as usize;
                 jumped = true;
                 continue;
             }
@@ -157,6 +179,7 @@ mod tests {
             write_perm(&mut out, &pi);
             let mut r = WordReader::new(&out, 0);
             let p = Perm::read(&mut r, pi.len()).unwrap();
+            p.validate().unwrap();
             for (t, &v) in pi.iter().enumerate() {
                 prop_assert_eq!(p.get(t), v as usize);
                 prop_assert_eq!(p.inverse(v as usize), t);
@@ -172,6 +195,7 @@ mod tests {
         write_perm(&mut out, &pi);
         let mut r = WordReader::new(&out, 0);
         let p = Perm::read(&mut r, n as usize).unwrap();
+        p.validate().unwrap();
         for i in 0..n as usize {
             assert_eq!(p.inverse(i), (i + n as usize - 1) % n as usize);
         }

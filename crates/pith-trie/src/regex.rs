@@ -16,7 +16,7 @@ use regex_automata::nfa::thompson;
 use regex_automata::util::{primitives::StateID, start, syntax};
 use regex_automata::{Anchored, MatchKind};
 
-use crate::edges::{HAS_CHILD, TERM};
+use crate::edges::TERM;
 use crate::error::{Error, Result};
 use crate::trie::Trie;
 
@@ -188,6 +188,12 @@ impl<R: Borrow<KeyRegex>> RegexWalk<'_, '_, R> {
                 self.stack.pop();
                 continue;
             }
+            if self.stats.visited_edges >= trie.edges.len() as u64 {
+                // A valid trie's walk enters each edge once at most; more
+                // means child ranges that overlap (bytes not validated).
+                self.stack.clear();
+                return None;
+            }
             let e = frame.next;
             frame.next += 1;
             self.stats.visited_edges += 1;
@@ -197,8 +203,7 @@ impl<R: Borrow<KeyRegex>> RegexWalk<'_, '_, R> {
             let Some(state) = re.feed(parent, &self.key[key_len..]) else {
                 continue;
             };
-            if trie.edges.bit(HAS_CHILD, e) {
-                let (s, t) = trie.children(trie.child_node(e));
+            if let Some((s, t)) = trie.child_edges(e) {
                 self.stack.push(Frame {
                     next: s,
                     end: t,

@@ -14,7 +14,7 @@ fn trie_of(keys: &BTreeSet<Vec<u8>>) -> AlignedBytes {
 /// Checks every query against the model.
 fn check_against_model(keys: &BTreeSet<Vec<u8>>, probes: &[Vec<u8>]) {
     let bytes = trie_of(keys);
-    let trie = Trie::open(bytes.as_bytes()).expect("open");
+    let trie = Trie::open_validated(bytes.as_bytes()).expect("open");
     let sorted: Vec<&Vec<u8>> = keys.iter().collect();
     assert_eq!(trie.len(), sorted.len());
     for (id, k) in sorted.iter().enumerate() {
@@ -310,7 +310,7 @@ fn every_single_byte_flip_is_detected() {
     let mut bytes = good.as_bytes().to_vec();
     for i in (0..bytes.len()).step_by(7) {
         bytes[i] ^= 0x10;
-        let Err(err) = Trie::open(AlignedBytes::copy_from(&bytes).as_bytes()) else {
+        let Err(err) = Trie::open_validated(AlignedBytes::copy_from(&bytes).as_bytes()) else {
             panic!("flip of byte {i} not caught");
         };
         assert!(
@@ -381,7 +381,7 @@ fn corrupt_structure_with_valid_checksums_never_panics() {
         rng_state ^= rng_state << 17;
         rng_state
     };
-    let mut opened = 0;
+    let mut valid = 0;
     for _ in 0..3000 {
         let mut bytes = good.as_bytes().to_vec();
         for _ in 0..1 + next() % 3 {
@@ -390,14 +390,43 @@ fn corrupt_structure_with_valid_checksums_never_panics() {
         }
         fix_checksums(&mut bytes);
         let aligned = AlignedBytes::copy_from(&bytes);
+        // Queries run on what opened, validated or not: they must stay in
+        // bounds and end either way.
         if let Ok(trie) = Trie::open(aligned.as_bytes()) {
-            opened += 1;
             crate::fuzz::exercise(&trie, &bytes[64..200]);
+            if trie.validate().is_ok() {
+                valid += 1;
+            }
         }
     }
     // Some flips (label pool bytes, first-label bytes) leave a structurally
     // valid trie; most must be caught by validation.
-    assert!(opened < 3000);
+    assert!(valid < 3000);
+}
+
+#[test]
+fn open_reads_no_body_and_validate_checks_it() {
+    let good = sample_bytes();
+    let mut bytes = good.as_bytes().to_vec();
+    let deep = bytes.len() - 100;
+    bytes[deep] ^= 0x04;
+    let aligned = AlignedBytes::copy_from(&bytes);
+    let trie = Trie::open(aligned.as_bytes()).expect("open checks the header only");
+    assert!(matches!(
+        trie.validate(),
+        Err(Error::ChecksumMismatch { region: "body", .. })
+    ));
+    assert!(Trie::open_validated(aligned.as_bytes()).is_err());
+    // A header flip is still caught at open.
+    let mut head = good.as_bytes().to_vec();
+    head[20] ^= 0x01;
+    assert!(matches!(
+        Trie::open(AlignedBytes::copy_from(&head).as_bytes()),
+        Err(Error::ChecksumMismatch {
+            region: "header",
+            ..
+        })
+    ));
 }
 
 #[test]
@@ -462,7 +491,7 @@ fn permutation_out_of_key_order_is_rejected() {
         .expect("pi section");
     bytes[at + 16..at + 24].copy_from_slice(&(0b00_01_10u64).to_le_bytes()); // pi = [2, 1, 0]
     fix_checksums(&mut bytes);
-    let err = Trie::open(AlignedBytes::copy_from(&bytes).as_bytes())
+    let err = Trie::open_validated(AlignedBytes::copy_from(&bytes).as_bytes())
         .map(|_| ())
         .unwrap_err();
     assert!(err.to_string().contains("out of key order"), "{err}");

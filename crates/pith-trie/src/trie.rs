@@ -21,14 +21,32 @@
 //! maps breadth-first terminal rank to key id ([`crate::perm`]); ids are
 //! therefore exactly ranks in sorted order and id ranges are key ranges.
 //!
-//! # Invariants checked by [`Trie::open`]
+//! # Trust model: what open checks, what validate checks
 //!
-//! Checksums; every section in bounds; bit vectors agree in length; counts
-//! agree (`louds` ones = internal nodes, `term` ones + empty key = keys);
-//! every leaf is terminal; every node's children come after its parent edge
-//! (so every descent terminates); sibling bytes strictly increase; label
-//! offsets are monotone and inside the pool; the permutation is one.
-//! Queries rely on these and do no further checks.
+//! [`Trie::open`] is O(1) in the size: magic, version, the header's
+//! checksum, the counts it can compare without reading the body (edges,
+//! terminals + empty key = keys, `louds` ones = internal nodes + 1), and
+//! every section's bounds and geometry. [`Trie::validate`] reads every byte:
+//! the body checksum, every rank counter and select sample, label offsets
+//! monotone and inside the pool, the permutation is one with right
+//! shortcuts, every leaf is terminal, every node's children come after its
+//! parent edge, sibling bytes strictly increase, and ids come out in key
+//! order. Only a validated trie promises right answers.
+//!
+//! On bytes that were opened but not validated (corrupt yet checksum-valid,
+//! or never checked) every query still stays in bounds, never panics and
+//! ends: each section accessor is bounds-checked (a position past the end
+//! reads as 0 or an empty label), `select` never scans past the last block,
+//! walks up the trie need each parent edge to precede its child and walks
+//! down each child range to follow its parent edge ([`Trie::parent_edge`],
+//! [`Trie::child_edges`]), a lookup consumes a query byte per step, and a
+//! regex walk stops after visiting as many edges as the trie has. The
+//! answers may then be wrong. The checks cost no measurable lookup time:
+//! each replaces the panic branch of an indexing bounds check.
+//!
+//! The engine checks each segment's trie section against its checksum when
+//! it opens the segment and runs [`Trie::validate`] in `verify`; the fuzz
+//! targets query tries that were opened and not validated.
 //!
 //! # Thread safety
 //!
@@ -37,7 +55,7 @@
 use crate::cpu::multiversion;
 use crate::edges::{Edges, HAS_CHILD, HAS_TAIL, LOUDS, TERM};
 use crate::error::{Error, Result};
-use crate::format::{read_header, FLAG_ROOT_TERMINAL, HEADER_BYTES};
+use crate::format::{check_body, read_header, Header, FLAG_ROOT_TERMINAL, HEADER_BYTES};
 use crate::labels::Labels;
 use crate::perm::Perm;
 use crate::symbols::LabelCmp;
@@ -77,6 +95,8 @@ pub struct Trie<'a> {
     pub(crate) labels: Labels<'a>,
     pub(crate) perm: Perm<'a>,
     pub(crate) size: usize,
+    header: Header,
+    body: &'a [u8],
     root: Box<RootIndex>,
 }
 
@@ -101,12 +121,14 @@ pub struct SizeReport {
 }
 
 impl<'a> Trie<'a> {
-    /// Opens a serialized trie without copying, validating it fully.
+    /// Opens a serialized trie without copying, in time independent of its
+    /// size: the header, its checksum, the counts and every section's
+    /// bounds are checked, and the top-level lookup tables are built (at
+    /// most 256 + 65,536 edges read). The body checksum and the structural
+    /// invariants are left to [`Trie::validate`]; see the module docs for
+    /// what a query promises on bytes that were not validated.
     ///
     /// `bytes` must be 8-byte aligned (mmap and [`crate::AlignedBytes`] are).
-    /// Validation reads every byte once (checksums, directories, the
-    /// permutation), so opening costs time linear in the size; queries are
-    /// then free of checks.
     pub fn open(bytes: &'a [u8]) -> Result<Self> {
         if bytes.as_ptr().align_offset(8) != 0 {
             return Err(Error::Misaligned);
@@ -138,6 +160,8 @@ impl<'a> Trie<'a> {
             labels,
             perm,
             size: bytes.len(),
+            header: h,
+            body,
             root: Box::new(RootIndex {
                 edge: [NO_EDGE; 256],
                 range: [(0, 0); 256],
@@ -146,21 +170,35 @@ impl<'a> Trie<'a> {
                 second_range: Vec::new(),
             }),
         };
-        trie.validate(num_edges)?;
+        trie.check_counts()?;
         if num_edges > 0 {
             let (s, t) = trie.children(0);
-            for e in s..t {
+            for e in s..t.min(s + 256) {
                 let b = trie.edges.label(e) as usize;
                 trie.root.edge[b] = e as u32;
                 if trie.edges.bit(HAS_CHILD, e) {
                     let (cs, ct) = trie.children(trie.child_node(e));
                     trie.root.range[b] = (cs as u32, ct as u32);
-                    if num_edges >= SECOND_LEVEL_MIN_EDGES {
+                    if num_edges >= SECOND_LEVEL_MIN_EDGES && trie.root.row[b] == NO_ROW {
                         trie.index_second_level(b, cs, ct);
                     }
                 }
             }
         }
+        Ok(trie)
+    }
+
+    /// Opens `bytes` and [validates](Trie::validate) them: for bytes from
+    /// a source not trusted to be well-formed, when the linear cost is
+    /// acceptable.
+    /// The body checksum is checked first, so damage on storage is named
+    /// as such rather than as the structural fault it causes.
+    pub fn open_validated(bytes: &'a [u8]) -> Result<Self> {
+        if let Ok((h, body)) = read_header(bytes) {
+            check_body(&h, body)?;
+        }
+        let trie = Self::open(bytes)?;
+        trie.validate_parts()?;
         Ok(trie)
     }
 
@@ -171,7 +209,7 @@ impl<'a> Trie<'a> {
         self.root.row[b] = row as u16;
         self.root.second_edge.resize((row + 1) * 256, NO_EDGE);
         self.root.second_range.resize((row + 1) * 256, (0, 0));
-        for e in s..t {
+        for e in s..t.min(s + 256) {
             let at = row * 256 + self.edges.label(e) as usize;
             self.root.second_edge[at] = e as u32;
             if self.edges.bit(HAS_CHILD, e) {
@@ -181,16 +219,17 @@ impl<'a> Trie<'a> {
         }
     }
 
-    fn validate(&self, num_edges: usize) -> Result<()> {
+    /// The counts [`Trie::open`] can compare in O(1).
+    fn check_counts(&self) -> Result<()> {
         let bad = |detail: &str| Err(corrupt(HEADER_BYTES, detail.to_string()));
-        let (e, edges) = (num_edges, &self.edges);
-        if edges.len() != e {
+        let edges = &self.edges;
+        if edges.len() as u64 != self.header.num_edges {
             return bad("edge array disagrees with the edge count");
         }
         if edges.ones(TERM) + usize::from(self.root_terminal) != self.num_keys {
             return bad("terminal count disagrees with the key count");
         }
-        if e == 0 {
+        if edges.len() == 0 {
             return if edges.ones(LOUDS) == 0 {
                 Ok(())
             } else {
@@ -199,6 +238,33 @@ impl<'a> Trie<'a> {
         }
         if edges.ones(LOUDS) != edges.ones(HAS_CHILD) + 1 || !edges.bit(LOUDS, 0) {
             return bad("node count disagrees between louds and has-child bits");
+        }
+        Ok(())
+    }
+
+    /// Checks everything [`Trie::open`] took on trust, reading every byte:
+    /// the body checksum, each section's directories, and the structural
+    /// invariants listed in the module docs. Linear in the size (about 10
+    /// ms per MB); after it succeeds every query gives the right answer.
+    pub fn validate(&self) -> Result<()> {
+        check_body(&self.header, self.body)?;
+        self.validate_parts()
+    }
+
+    /// [`Trie::validate`] less the body checksum.
+    fn validate_parts(&self) -> Result<()> {
+        self.edges.validate()?;
+        self.labels.validate()?;
+        self.perm.validate()?;
+        self.validate_structure()
+    }
+
+    fn validate_structure(&self) -> Result<()> {
+        let bad = |detail: &str| Err(corrupt(HEADER_BYTES, detail.to_string()));
+        let edges = &self.edges;
+        let e = edges.len();
+        if e == 0 {
+            return Ok(());
         }
         for i in 0..e {
             if !edges.bit(HAS_CHILD, i) && !edges.bit(TERM, i) {
@@ -402,14 +468,36 @@ impl<'a> Trie<'a> {
             let at = out.len();
             self.push_label(e, out);
             out[at..].reverse();
-            let k = self.edges.rank(LOUDS, e + 1) - 1;
-            if k == 0 {
-                break;
+            match self.parent_edge(e) {
+                Some(p) => e = p,
+                None => break,
             }
-            e = self.edges.select(HAS_CHILD, k - 1);
         }
         out[start..].reverse();
         true
+    }
+
+    /// The edge above edge `e`'s parent node, or `None` when that node is
+    /// the root. Parents precede their children, so on bytes that break
+    /// that (not validated) this also answers `None`: every upward walk
+    /// ends within `e` steps.
+    #[inline(always)]
+    pub(crate) fn parent_edge(&self, e: usize) -> Option<usize> {
+        let k = self.edges.rank(LOUDS, e + 1).checked_sub(1)?;
+        let p = self.edges.select(HAS_CHILD, k.checked_sub(1)?);
+        (p < e).then_some(p)
+    }
+
+    /// The child edges of the node below edge `e`, if it has some that
+    /// come after `e`: every downward walk makes progress and ends, also on
+    /// bytes not validated (where a child range could point back up).
+    #[inline(always)]
+    pub(crate) fn child_edges(&self, e: usize) -> Option<(usize, usize)> {
+        if !self.edges.bit(HAS_CHILD, e) {
+            return None;
+        }
+        let (s, t) = self.children(self.child_node(e));
+        (s > e && s < t).then_some((s, t))
     }
 
     /// Key `id`, or `None` if `id >= len()`.
@@ -422,7 +510,10 @@ impl<'a> Trie<'a> {
     #[inline(always)]
     fn min_id_below(&self, mut e: usize) -> u64 {
         while !self.edges.bit(TERM, e) {
-            e = self.children(self.child_node(e)).0;
+            match self.child_edges(e) {
+                Some((s, _)) => e = s,
+                None => break,
+            }
         }
         self.edge_id(e)
     }
@@ -430,8 +521,8 @@ impl<'a> Trie<'a> {
     /// Largest id below edge `e`.
     #[inline(always)]
     fn max_id_below(&self, mut e: usize) -> u64 {
-        while self.edges.bit(HAS_CHILD, e) {
-            e = self.children(self.child_node(e)).1 - 1;
+        while let Some((_, t)) = self.child_edges(e) {
+            e = t - 1;
         }
         self.edge_id(e)
     }
@@ -455,7 +546,11 @@ impl<'a> Trie<'a> {
             let (s, t) = self.children(k);
             let e = self.edges.lower(s, t, key[pos]);
             if e == t {
-                return self.max_id_below(t - 1) + 1;
+                // `s < t` in a valid trie: every node has a child edge.
+                return match t.checked_sub(1) {
+                    Some(last) if last >= s => self.max_id_below(last) + 1,
+                    _ => self.num_keys as u64,
+                };
             }
             if self.edges.label(e) > key[pos] {
                 return self.min_id_below(e);
