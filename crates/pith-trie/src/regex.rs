@@ -63,14 +63,15 @@ impl KeyRegex {
         self.dfa.is_match_state(self.dfa.next_eoi_state(s))
     }
 
+    /// The state after `bytes`, or `None` once dead. The dead and quit
+    /// states absorb every byte, so they are checked once after the label
+    /// rather than after each byte (labels are short; a branch per byte
+    /// cost more than the few bytes fed past a death).
     fn feed(&self, mut s: StateID, bytes: &[u8]) -> Option<StateID> {
         for &b in bytes {
             s = self.dfa.next_state(s, b);
-            if self.dfa.is_dead_state(s) || self.dfa.is_quit_state(s) {
-                return None;
-            }
         }
-        Some(s)
+        (!self.dfa.is_dead_state(s) && !self.dfa.is_quit_state(s)).then_some(s)
     }
 
     /// True if the pattern matches all of `key`.
@@ -108,6 +109,10 @@ struct Frame {
     end: usize,
     state: StateID,
     key_len: usize,
+    /// The last child node entered from this frame and the end of its
+    /// edges: the next internal sibling's children start there, which
+    /// spares a select when siblings are entered in turn.
+    last_child: (usize, usize),
 }
 
 /// The keys of a trie matching a [`KeyRegex`], found one at a time in key
@@ -136,6 +141,7 @@ impl<'a> Trie<'a> {
                 end: t,
                 state: re.borrow().start,
                 key_len: 0,
+                last_child: (0, 0),
             });
         }
         RegexWalk {
@@ -203,12 +209,14 @@ impl<R: Borrow<KeyRegex>> RegexWalk<'_, '_, R> {
             let Some(state) = re.feed(parent, &self.key[key_len..]) else {
                 continue;
             };
-            if let Some((s, t)) = trie.child_edges(e) {
+            if let Some((k, s, t)) = trie.child_edges_after(e, frame.last_child) {
+                frame.last_child = (k, t);
                 self.stack.push(Frame {
                     next: s,
                     end: t,
                     state,
                     key_len: self.key.len(),
+                    last_child: (0, 0),
                 });
             }
             if trie.edges.bit(TERM, e) && re.is_match_at_end(state) {

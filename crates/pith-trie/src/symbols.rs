@@ -265,6 +265,11 @@ impl<'a> Symbols<'a> {
             out.extend_from_slice(code);
             return;
         }
+        // Each symbol is appended as a whole word and the length cut back:
+        // a copy of constant size is a store, where a copy of `len` bytes
+        // was a call to memmove per symbol (a fifth of a regex walk's time,
+        // profiled).
+        out.reserve(code.len() * 8);
         let mut i = 0;
         while i < code.len() {
             let c = code[i];
@@ -274,8 +279,9 @@ impl<'a> Symbols<'a> {
                 }
                 i += 2;
             } else {
-                let len = self.lens[c as usize] as usize;
-                out.extend_from_slice(&self.syms[c as usize].to_le_bytes()[..len]);
+                let at = out.len();
+                out.extend_from_slice(&self.syms[c as usize].to_le_bytes());
+                out.truncate(at + self.lens[c as usize] as usize);
                 i += 1;
             }
         }

@@ -488,6 +488,29 @@ impl<'a> Trie<'a> {
         (p < e).then_some(p)
     }
 
+    /// [`Trie::child_edges`], also returning the child node, given the
+    /// last child node `prev.0` entered and its edges' end `prev.1`: when
+    /// the node below `e` is the next one, its edges start at `prev.1` and
+    /// the select is skipped.
+    #[inline(always)]
+    pub(crate) fn child_edges_after(
+        &self,
+        e: usize,
+        prev: (usize, usize),
+    ) -> Option<(usize, usize, usize)> {
+        if !self.edges.bit(HAS_CHILD, e) {
+            return None;
+        }
+        let k = self.child_node(e);
+        let s = if prev.0 != 0 && k == prev.0 + 1 {
+            prev.1
+        } else {
+            self.edges.select(LOUDS, k)
+        };
+        let t = self.edges.next_louds(s + 1);
+        (s > e && s < t).then_some((k, s, t))
+    }
+
     /// The child edges of the node below edge `e`, if it has some that
     /// come after `e`: every downward walk makes progress and ends, also on
     /// bytes not validated (where a child range could point back up).
