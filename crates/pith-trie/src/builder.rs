@@ -20,8 +20,10 @@ use pith_enc::prefix::common_len;
 
 use crate::edges::EdgesBuilder;
 use crate::error::{Error, Result};
-use crate::format::{write_header, AlignedBytes, Header, FLAG_ROOT_TERMINAL, HEADER_BYTES};
-use crate::labels::write_labels;
+use crate::format::{
+    write_header, AlignedBytes, FormatVersion, Header, FLAG_ROOT_TERMINAL, HEADER_BYTES,
+};
+use crate::labels::{write_labels, Layout};
 use crate::perm::write_perm;
 
 /// Accepts keys in strictly increasing byte order and builds a trie.
@@ -163,10 +165,15 @@ impl TrieBuilder {
         let labels = tails
             .iter()
             .map(|&(k, s, e)| &self.key(k as usize)[s as usize..e as usize]);
-        write_labels(&mut words, labels);
+        let layout = write_labels(&mut words, labels);
+        drop(tails);
         write_perm(&mut words, &pi);
 
         let header = Header {
+            version: match layout {
+                Layout::Inline => FormatVersion::V1,
+                Layout::Shared => FormatVersion::V2,
+            },
             flags: if root_terminal { FLAG_ROOT_TERMINAL } else { 0 },
             num_keys: n as u64,
             num_edges: edges.len() as u64,

@@ -16,9 +16,9 @@ pub enum Error {
     #[error("not a pith trie: bad magic (expected \"PITHTRIE\")")]
     BadMagic,
     /// The format version is not one this build reads.
-    #[error("unsupported trie format version {found} (this build reads version {expected}); upgrade pith-trie")]
+    #[error("unsupported trie format version {found} (this build reads versions 1 to {expected}); upgrade pith-trie")]
     UnsupportedVersion {
-        /// Version this build reads.
+        /// Newest version this build reads.
         expected: u32,
         /// Version found in the header.
         found: u32,

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! 0   magic "PITHTRIE"            32  body length in bytes (multiple of 8)
-//! 8   format version (u32) = 1    40  crc32c of the body (u32)
+//! 8   format version (u32): 1, 2  40  crc32c of the body (u32)
 //! 12  flags (u32), bit 0: the     44  16 reserved bytes, zero
 //!     empty key is present        60  crc32c of header bytes 0..60 (u32)
 //! 16  number of keys (u64)
@@ -27,11 +27,17 @@ pub(crate) const HEADER_BYTES: usize = 64;
 pub enum FormatVersion {
     /// LOUDS-sparse Patricia trie, symbol-table labels, cycle-shortcut permutation.
     V1 = 1,
+    /// Version 1 with shared labels: each distinct label stored once and
+    /// referenced from every edge that has it. Written only when that
+    /// layout is smaller; otherwise a trie is written as version 1, byte
+    /// for byte as before.
+    V2 = 2,
 }
 
 impl FormatVersion {
-    /// The version written by this build.
-    pub const CURRENT: FormatVersion = FormatVersion::V1;
+    /// The newest version this build writes and reads (it reads every
+    /// older one too).
+    pub const CURRENT: FormatVersion = FormatVersion::V2;
 }
 
 pub(crate) const FLAG_ROOT_TERMINAL: u32 = 1;
@@ -39,6 +45,7 @@ pub(crate) const FLAG_ROOT_TERMINAL: u32 = 1;
 /// The parsed header.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Header {
+    pub(crate) version: FormatVersion,
     pub(crate) flags: u32,
     pub(crate) num_keys: u64,
     pub(crate) num_edges: u64,
@@ -49,7 +56,7 @@ pub(crate) struct Header {
 /// is not read).
 pub(crate) fn write_header(out: &mut [u8], h: &Header, body: &[u8]) {
     out[0..8].copy_from_slice(&MAGIC);
-    out[8..12].copy_from_slice(&(FormatVersion::CURRENT as u32).to_le_bytes());
+    out[8..12].copy_from_slice(&(h.version as u32).to_le_bytes());
     out[12..16].copy_from_slice(&h.flags.to_le_bytes());
     out[16..24].copy_from_slice(&h.num_keys.to_le_bytes());
     out[24..32].copy_from_slice(&h.num_edges.to_le_bytes());
@@ -88,7 +95,7 @@ pub(crate) fn read_header(bytes: &[u8]) -> Result<(Header, &[u8])> {
         });
     }
     let version = le::u32_in(h, 8);
-    if version != FormatVersion::CURRENT as u32 {
+    if !(FormatVersion::V1 as u32..=FormatVersion::CURRENT as u32).contains(&version) {
         return Err(Error::UnsupportedVersion {
             expected: FormatVersion::CURRENT as u32,
             found: version,
@@ -118,6 +125,11 @@ pub(crate) fn read_header(bytes: &[u8]) -> Result<(Header, &[u8])> {
     }
     let body = &bytes[HEADER_BYTES..HEADER_BYTES + body_len as usize];
     let h = Header {
+        version: if version == 1 {
+            FormatVersion::V1
+        } else {
+            FormatVersion::V2
+        },
         flags: le::u32_in(h, 12),
         num_keys: le::u64_in(h, 16),
         num_edges: le::u64_in(h, 24),

@@ -148,11 +148,27 @@ impl SymbolTable {
                     ((id - MAX_SYMBOLS) as u64, 1)
                 }
             };
-            let mut cands: Vec<(u64, u64, u8)> = Vec::new(); // (gain, sym, len)
+            // (gain, sym, len), best first in this order. Only the best
+            // KEEP can be chosen (255 distinct, and duplicates are rare), so
+            // the list is cut back to them whenever it doubles: a full list
+            // of pairs was up to 6 MB, the builder's largest allocation on
+            // small key sets.
+            let order = |x: &(u64, u64, u8), y: &(u64, u64, u8)| {
+                y.0.cmp(&x.0).then(x.2.cmp(&y.2)).then(x.1.cmp(&y.1))
+            };
+            const KEEP: usize = 1024;
+            let mut cands: Vec<(u64, u64, u8)> = Vec::with_capacity(2 * KEEP);
+            let mut offer = |c: (u64, u64, u8)| {
+                cands.push(c);
+                if cands.len() == 2 * KEEP {
+                    cands.select_nth_unstable_by(KEEP - 1, order);
+                    cands.truncate(KEEP);
+                }
+            };
             for (id, &count) in single.iter().enumerate() {
                 if count > 0 {
                     let (s, l) = sym_of(id);
-                    cands.push((u64::from(count) * u64::from(l), s, l));
+                    offer((u64::from(count) * u64::from(l), s, l));
                 }
             }
             for a in 0..n {
@@ -168,11 +184,11 @@ impl SymbolTable {
                     let (sb, lb) = sym_of(b);
                     if la + lb <= 8 {
                         let s = sa | (sb << (8 * u32::from(la)));
-                        cands.push((u64::from(cnt) * u64::from(la + lb), s, la + lb));
+                        offer((u64::from(cnt) * u64::from(la + lb), s, la + lb));
                     }
                 }
             }
-            cands.sort_unstable_by(|x, y| y.0.cmp(&x.0).then(x.2.cmp(&y.2)).then(x.1.cmp(&y.1)));
+            cands.sort_unstable_by(order);
             let mut chosen: Vec<(u64, u8)> = Vec::with_capacity(MAX_SYMBOLS);
             let mut seen = std::collections::HashSet::new();
             for (_, s, l) in cands {

@@ -122,8 +122,52 @@ fn key_strategy() -> impl Strategy<Value = Vec<u8>> {
     ]
 }
 
+/// Keys that repeat whole labels, as file paths do: directories crossed
+/// with a few file names, so the builder picks shared labels (version 2).
+fn repeating_keys() -> impl Strategy<Value = BTreeSet<Vec<u8>>> {
+    (
+        proptest::collection::vec("[a-c]{1,6}", 1..40),
+        proptest::collection::vec(
+            prop_oneof![
+                Just("__init__.py".to_string()),
+                Just("README.md".to_string()),
+                Just("LICENSE".to_string()),
+                "[a-z_]{1,10}(\\.py)?",
+            ],
+            1..8,
+        ),
+    )
+        .prop_map(|(dirs, names)| {
+            dirs.iter()
+                .flat_map(|d| names.iter().map(move |n| format!("{d}/{n}").into_bytes()))
+                .collect()
+        })
+}
+
+fn format_version(bytes: &AlignedBytes) -> u32 {
+    u32::from_le_bytes([
+        bytes.as_bytes()[8],
+        bytes.as_bytes()[9],
+        bytes.as_bytes()[10],
+        bytes.as_bytes()[11],
+    ])
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    #[test]
+    fn shared_labels_match_btreeset(keys in repeating_keys(),
+                                    probes in proptest::collection::vec(key_strategy(), 0..30)) {
+        let mut probes = probes;
+        for k in keys.iter().step_by(7) {
+            probes.push([k.as_slice(), b"x"].concat());
+            probes.push(k[..k.len() - 1].to_vec());
+        }
+        check_against_model(&keys, &probes);
+        check_regex(&keys, "a.*/__init__\\.py");
+        check_regex(&keys, ".*E.*");
+    }
 
     #[test]
     fn matches_btreeset(keys in proptest::collection::btree_set(key_strategy(), 0..300),
@@ -304,9 +348,34 @@ fn sample_bytes() -> AlignedBytes {
     trie_of(&keys)
 }
 
+/// A version-2 trie (shared labels) of 2,400 file-path-like keys.
+fn shared_sample_bytes() -> AlignedBytes {
+    let names = ["__init__.py", "setup.py", "README.md", "LICENSE.txt", "x"];
+    let keys: BTreeSet<Vec<u8>> = (0..480u32)
+        .flat_map(|d| names.map(|n| format!("lib/pkg{}/{}/{n}", d % 97, d).into_bytes()))
+        .collect();
+    let bytes = trie_of(&keys);
+    assert_eq!(format_version(&bytes), 2, "the sample must share labels");
+    bytes
+}
+
+#[test]
+fn shared_labels_make_repeating_keys_smaller() {
+    let shared = shared_sample_bytes();
+    let trie = Trie::open_validated(shared.as_bytes()).unwrap();
+    assert!(trie.size_report().label_refs > 0);
+    // Unique labels stay in version 1.
+    assert_eq!(format_version(&sample_bytes()), 1);
+}
+
 #[test]
 fn every_single_byte_flip_is_detected() {
-    let good = sample_bytes();
+    for good in [sample_bytes(), shared_sample_bytes()] {
+        every_flip_is_detected(&good);
+    }
+}
+
+fn every_flip_is_detected(good: &AlignedBytes) {
     let mut bytes = good.as_bytes().to_vec();
     for i in (0..bytes.len()).step_by(7) {
         bytes[i] ^= 0x10;
@@ -373,7 +442,12 @@ fn fix_checksums(bytes: &mut [u8]) {
 
 #[test]
 fn corrupt_structure_with_valid_checksums_never_panics() {
-    let good = sample_bytes();
+    for good in [sample_bytes(), shared_sample_bytes()] {
+        corrupt_structure_never_panics(&good);
+    }
+}
+
+fn corrupt_structure_never_panics(good: &AlignedBytes) {
     let mut rng_state = 0x1234_5678_9abc_def0u64;
     let mut next = || {
         rng_state ^= rng_state << 13;
@@ -473,6 +547,14 @@ fn golden_bytes_match_docs() {
     );
 }
 
+/// The keys of the version-2 golden trie: four tails, one distinct.
+const GOLDEN_V2_KEYS: [&[u8]; 4] = [
+    b"a/readme-first.txt",
+    b"b/readme-first.txt",
+    b"c/readme-first.txt",
+    b"d/readme-first.txt",
+];
+
 /// Golden trie (`a`, `ab`, `b`) with `pi` rewritten to `[2, 1, 0]`: a valid
 /// permutation, checksums fixed, but ids no longer in key order.
 #[test]
@@ -535,4 +617,21 @@ fn large_trie_top_level_index_matches_model() {
     probes.push(vec![0xFF, 0xFF]);
     probes.push(vec![b'a']);
     check_against_model(&keys, &probes);
+}
+
+#[test]
+fn golden_v2_bytes_match_docs() {
+    let want = pith_enc::golden::block(include_str!("../../../docs/format.md"), "golden-trie-v2");
+    let got = build(GOLDEN_V2_KEYS).unwrap();
+    assert_eq!(
+        got.as_bytes(),
+        want.as_slice(),
+        "docs/format.md golden bytes drifted from the encoder"
+    );
+    let trie = Trie::open_validated(got.as_bytes()).unwrap();
+    assert_eq!(trie.size_report().label_refs, 24);
+    for (id, key) in GOLDEN_V2_KEYS.iter().enumerate() {
+        assert_eq!(trie.lookup(key), Some(id as u64));
+        assert_eq!(trie.key(id as u64).as_deref(), Some(*key));
+    }
 }

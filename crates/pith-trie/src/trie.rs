@@ -55,8 +55,9 @@
 use crate::cpu::multiversion;
 use crate::edges::{Edges, HAS_CHILD, HAS_TAIL, LOUDS, TERM};
 use crate::error::{Error, Result};
+use crate::format::FormatVersion;
 use crate::format::{check_body, read_header, Header, FLAG_ROOT_TERMINAL, HEADER_BYTES};
-use crate::labels::Labels;
+use crate::labels::{Labels, Layout};
 use crate::perm::Perm;
 use crate::symbols::LabelCmp;
 use crate::words::{corrupt, WordReader};
@@ -112,6 +113,9 @@ pub struct SizeReport {
     pub labels: usize,
     /// Encoded label pool alone.
     pub label_pool: usize,
+    /// The labels' refs to their shared store entries (0 when labels are
+    /// stored inline: format version 1).
+    pub label_refs: usize,
     /// Terminal-to-id permutation with its shortcuts.
     pub permutation: usize,
     /// Number of edges (nodes other than the root).
@@ -148,7 +152,11 @@ impl<'a> Trie<'a> {
             return Err(bad("unknown header flags"));
         }
         let edges = Edges::read(&mut r)?;
-        let labels = Labels::read(&mut r, edges.ones(HAS_TAIL))?;
+        let layout = match h.version {
+            FormatVersion::V1 => Layout::Inline,
+            _ => Layout::Shared,
+        };
+        let labels = Labels::read(&mut r, edges.ones(HAS_TAIL), layout)?;
         let perm = Perm::read(&mut r, num_keys)?;
         if !r.is_empty() {
             return Err(corrupt(r.offset(), "trailing bytes after the last section"));
@@ -342,6 +350,7 @@ impl<'a> Trie<'a> {
             edges_bytes: self.edges.size_bytes(),
             labels: self.labels.size_bytes(),
             label_pool: self.labels.pool_bytes(),
+            label_refs: self.labels.refs_bytes(),
             permutation: self.perm.size_bytes(),
             edges: self.edges.len(),
             compressed_labels: self.labels.symbols().mode() == crate::symbols::Mode::Symbols,

@@ -102,9 +102,19 @@ pub(crate) fn push_bytes(out: &mut Vec<u64>, bytes: &[u8]) {
 
 /// Appends `values`, each below `2^width`, as a packed array.
 pub(crate) fn push_packed(out: &mut Vec<u64>, values: &[u64], width: u32) {
+    push_packed_iter(out, values.iter().copied(), width);
+}
+
+/// [`push_packed`] from an iterator, for values not held as `u64`s.
+pub(crate) fn push_packed_iter<I>(out: &mut Vec<u64>, values: I, width: u32)
+where
+    I: IntoIterator<Item = u64>,
+    I::IntoIter: ExactSizeIterator,
+{
+    let values = values.into_iter();
     out.push(values.len() as u64);
     out.push(u64::from(width));
-    packed::pack_into(out, values.iter().copied(), width);
+    packed::pack_into(out, values, width);
     out.push(0);
 }
 

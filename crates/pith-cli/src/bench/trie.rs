@@ -258,7 +258,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         scan_re_s.median * 1e3
     );
     println!(
-        "trie parts: edges (label bytes, flags, ranks) {}, labels {} (pool {}, {}), permutation {}",
+        "trie parts: edges (label bytes, flags, ranks) {}, labels {} (pool {}, {}, {}), permutation {}",
         fmt_bytes(size.edges_bytes),
         fmt_bytes(size.labels),
         fmt_bytes(size.label_pool),
@@ -266,6 +266,11 @@ pub fn run(args: &Args) -> Result<(), CliError> {
             "symbol table"
         } else {
             "raw"
+        },
+        if size.label_refs > 0 {
+            format!("shared: refs {}", fmt_bytes(size.label_refs))
+        } else {
+            "inline".to_string()
         },
         fmt_bytes(size.permutation)
     );
