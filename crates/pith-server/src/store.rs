@@ -245,14 +245,17 @@ impl Txn<'_> {
         let want = limit.saturating_add(self.pending.len());
         let mut stored = Vec::new();
         if !self.cleared {
+            // The first key after `after`: a walk or range starts there, so
+            // a SCAN page costs what it returns, not the keys before it.
+            let from = after.map(|a| [a, &[0u8][..]].concat());
             let source: Box<dyn Iterator<Item = pith::Result<Vec<u8>>>> = match matching {
-                // The search has no start key: it walks the matches before
-                // `after` again (a SCAN MATCH page costs the matches so far).
-                Some(re) => Box::new(self.store.db.search(re)?.keys()),
-                None => {
-                    let from = after.map(|a| [a, &[0u8][..]].concat());
-                    Box::new(self.store.db.range(from.as_deref(), None).keys())
-                }
+                Some(re) => Box::new(
+                    self.store
+                        .db
+                        .search_from(re, from.as_deref().unwrap_or_default())?
+                        .keys(),
+                ),
+                None => Box::new(self.store.db.range(from.as_deref(), None).keys()),
             };
             for k in source {
                 let k = k?;

@@ -18,6 +18,7 @@ use regex_automata::{Anchored, MatchKind};
 
 use crate::edges::TERM;
 use crate::error::{Error, Result};
+use crate::symbols::LabelCmp;
 use crate::trie::Trie;
 
 /// Largest DFA a pattern may compile to.
@@ -152,6 +153,70 @@ impl<'a> Trie<'a> {
             key: Vec::new(),
             stats: RegexStats::default(),
         }
+    }
+
+    /// [`Trie::regex_walk`] over the keys `>= from` only: the walk starts
+    /// on `from`'s path (feeding the DFA `from`'s bytes down it) instead of
+    /// at the root, so a caller resuming a search after a key (a paged
+    /// scan) pays for the matches ahead, not again for those behind.
+    pub fn regex_walk_from<R: Borrow<KeyRegex>>(&self, re: R, from: &[u8]) -> RegexWalk<'_, 'a, R> {
+        let mut walk = self.regex_walk(re);
+        if from.is_empty() {
+            return walk;
+        }
+        walk.root_pending = false; // the empty key is below `from`
+        walk.stack.clear();
+        let re = walk.re.borrow();
+        let (mut state, mut pos) = (re.start, 0);
+        let Some(mut range) = (self.edges.len() != 0).then(|| self.children(0)) else {
+            return walk;
+        };
+        // Each level pushes the siblings after `from`'s edge, then (on top,
+        // so they come first) what lies below that edge and is `>= from`.
+        loop {
+            let (s, t) = range;
+            let e = self.edges.lower(s, t, from[pos]);
+            if e == t {
+                break; // every edge here sorts before `from`
+            }
+            let frame = |next, end| Frame {
+                next,
+                end,
+                state,
+                key_len: pos,
+                last_child: (0, 0),
+            };
+            if self.edges.label(e) > from[pos] {
+                walk.stack.push(frame(e, t));
+                break;
+            }
+            walk.stack.push(frame(e + 1, t));
+            match self.cmp_tail(e, &from[pos + 1..]) {
+                LabelCmp::Less => break,
+                LabelCmp::Greater => {
+                    walk.stack.push(frame(e, e + 1));
+                    break;
+                }
+                LabelCmp::Prefix(n) => {
+                    let end = pos + 1 + n;
+                    if end == from.len() {
+                        // Edge `e` spells `from` itself, which is included.
+                        walk.stack.push(frame(e, e + 1));
+                        break;
+                    }
+                    // Its own key is a proper prefix of `from`: only what
+                    // lies below it can follow `from`.
+                    let (Some(next), Some(below)) =
+                        (re.feed(state, &from[pos..end]), self.child_edges(e))
+                    else {
+                        break;
+                    };
+                    (state, pos, range) = (next, end, below);
+                }
+            }
+        }
+        walk.key.extend_from_slice(&from[..pos]);
+        walk
     }
 
     /// Calls `f(id, key)` for every key matching `re`, in key order, until

@@ -109,6 +109,26 @@ fn check_regex(keys: &BTreeSet<Vec<u8>>, pattern: &str) {
     });
     assert_eq!(got, want, "pattern {pattern:?}");
     assert_eq!(stats.matches as usize, want.len());
+    // Walks from a start key: exactly the matches at or after it.
+    let mut froms: Vec<Vec<u8>> = vec![Vec::new(), vec![0xFF, 0xFF]];
+    for k in keys.iter().step_by((keys.len() / 6).max(1)) {
+        froms.push(k.clone());
+        froms.push([k.as_slice(), &[0]].concat());
+        froms.push(k[..k.len() / 2].to_vec());
+        if let Some((&last, head)) = k.split_last() {
+            froms.push([head, &[last.wrapping_add(1)]].concat());
+        }
+    }
+    for from in froms {
+        let mut walk = trie.regex_walk_from(&re, &from);
+        let mut got = Vec::new();
+        while let Some(id) = walk.next_match() {
+            got.push((id, walk.key().to_vec()));
+        }
+        let want_from: Vec<(u64, Vec<u8>)> =
+            want.iter().filter(|(_, k)| *k >= from).cloned().collect();
+        assert_eq!(got, want_from, "pattern {pattern:?} from {from:?}");
+    }
 }
 
 fn key_strategy() -> impl Strategy<Value = Vec<u8>> {
@@ -294,6 +314,32 @@ fn regex_prunes_instead_of_scanning() {
         seen < 5
     });
     assert_eq!(seen, 5);
+}
+
+#[test]
+fn a_walk_from_a_key_skips_what_lies_before_it() {
+    let keys: BTreeSet<Vec<u8>> = (0..10_000u32)
+        .map(|i| format!("key/{i:05}").into_bytes())
+        .collect();
+    let bytes = trie_of(&keys);
+    let trie = Trie::open_validated(bytes.as_bytes()).unwrap();
+    let re = KeyRegex::new("key/.*").unwrap();
+    let mut full = trie.regex_walk(&re);
+    while full.next_match().is_some() {}
+    let mut tail = trie.regex_walk_from(&re, b"key/09000");
+    let mut first = None;
+    let mut n = 0;
+    while let Some(id) = tail.next_match() {
+        first.get_or_insert(id);
+        n += 1;
+    }
+    assert_eq!((first, n), (Some(9000), 1000));
+    assert!(
+        tail.stats().visited_edges * 5 < full.stats().visited_edges,
+        "from the 9,000th key: {} edges of a full walk's {}",
+        tail.stats().visited_edges,
+        full.stats().visited_edges
+    );
 }
 
 #[test]

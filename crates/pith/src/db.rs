@@ -195,12 +195,12 @@ fn iter_in(st: &State, snap: u64, now: u64) -> DbIterator {
     DbIterator::new(sources, now)
 }
 
-fn search_in(st: &State, snap: u64, now: u64, pattern: &str) -> Result<Search> {
+fn search_in(st: &State, snap: u64, now: u64, pattern: &str, from: &[u8]) -> Result<Search> {
     let re = search::compile(pattern)?;
     let sources = sources_in::<dyn Source>(
         st,
-        |m| Box::new(MemMatches::new(MemCursor::new(m, snap), re.clone())),
-        |s| Box::new(SegmentMatches::new(s, re.clone(), snap)),
+        |m| Box::new(MemMatches::new(MemCursor::new(m, snap), re.clone(), from)),
+        |s| Box::new(SegmentMatches::new(s, re.clone(), snap, from)),
     );
     Ok(Search::new(sources, now))
 }
@@ -403,14 +403,22 @@ impl DB {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn search(&self, pattern: &str) -> Result<Search> {
+        self.search_from(pattern, b"")
+    }
+
+    /// [`DB::search`] over the keys `>= from` only. Each segment's walk
+    /// starts on `from`'s path through its trie, so resuming a search after
+    /// the last key seen (a paged scan) costs the matches ahead, not again
+    /// those behind.
+    pub fn search_from(&self, pattern: &str, from: &[u8]) -> Result<Search> {
         let (st, snap) = self.inner.view();
-        search_in(&st, snap, self.inner.now(), pattern)
+        search_in(&st, snap, self.inner.now(), pattern, from)
     }
 
     /// [`DB::search`] as of `snapshot`.
     pub fn search_at(&self, snapshot: &Snapshot, pattern: &str) -> Result<Search> {
         let st = self.inner.current();
-        search_in(&st, snapshot.seq, self.inner.now(), pattern)
+        search_in(&st, snapshot.seq, self.inner.now(), pattern, b"")
     }
 
     /// Puts `key -> value`, with the default [`WriteOptions`] (not

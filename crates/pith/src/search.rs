@@ -37,9 +37,9 @@ pub(crate) struct MemMatches {
 }
 
 impl MemMatches {
-    /// Positioned on the first match.
-    pub(crate) fn new(mut cursor: MemCursor, re: Arc<KeyRegex>) -> Self {
-        cursor.seek_to_first();
+    /// Positioned on the first match `>= from`.
+    pub(crate) fn new(mut cursor: MemCursor, re: Arc<KeyRegex>, from: &[u8]) -> Self {
+        cursor.seek(from);
         let mut matches = MemMatches { cursor, re };
         matches.skip_mismatches();
         matches

@@ -169,6 +169,24 @@ fn check_search(db: &DB, snap: Option<&pith::Snapshot>, model: &Model) {
         assert!(keys.iter().eq(want.iter().map(|(k, _)| k)), "{what}: keys");
         let first: Vec<_> = search().take(2).collect::<pith::Result<_>>().expect("take");
         assert_eq!(first, want[..want.len().min(2)], "{what}: take(2)");
+        if snap.is_none() {
+            // Resumed from each matching key, one past it, and half of it.
+            for (k, _) in want.iter().step_by(3) {
+                for from in [
+                    k.clone(),
+                    [k.as_slice(), &[0]].concat(),
+                    k[..k.len() / 2].to_vec(),
+                ] {
+                    let got: Vec<_> = db
+                        .search_from(pattern, &from)
+                        .expect("pattern")
+                        .collect::<pith::Result<_>>()
+                        .expect("search_from");
+                    let tail: Vec<_> = want.iter().filter(|(w, _)| *w >= from).cloned().collect();
+                    assert_eq!(got, tail, "{what}: from {from:?}");
+                }
+            }
+        }
     }
 }
 

@@ -151,13 +151,14 @@ pub(crate) struct SegmentMatches {
 }
 
 impl SegmentMatches {
-    pub(crate) fn new(segment: Arc<Segment>, re: Arc<KeyRegex>, snap: u64) -> Self {
+    /// The matches `>= from`, positioned on the first.
+    pub(crate) fn new(segment: Arc<Segment>, re: Arc<KeyRegex>, snap: u64, from: &[u8]) -> Self {
         // SAFETY: this struct keeps `segment` alive for as long as the walk
         // exists, and `walk` is declared before `segment` so it is dropped
         // first.
         let trie = unsafe { static_trie(&segment) };
         let mut matches = SegmentMatches {
-            walk: trie.regex_walk(re),
+            walk: trie.regex_walk_from(re, from),
             record: None,
             snap,
             segment,
