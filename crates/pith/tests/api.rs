@@ -385,6 +385,28 @@ fn iterator_status_is_an_owned_error() {
     assert_eq!(count_keys(&db).expect("walk"), 10);
 }
 
+/// DB::count_keys answers a settled database from its one segment and
+/// walks otherwise; both agree with a walk of the iterator.
+#[test]
+fn count_keys_is_exact_settled_or_not() {
+    let fs = MemFs::new();
+    let db = DB::open("/db", options(&fs)).expect("open");
+    assert_eq!(db.count_keys().expect("empty"), 0);
+    for i in 0..500u32 {
+        db.put(format!("k{i:04}"), "v").expect("put");
+    }
+    db.compact().expect("compact");
+    assert_eq!(db.count_keys().expect("settled"), 500);
+    db.delete("k0007").expect("delete");
+    assert_eq!(db.count_keys().expect("memtable"), 499);
+    db.compact().expect("compact");
+    assert_eq!(db.count_keys().expect("settled again"), 499);
+    db.put_expiring("k0008", "v", 1).expect("expired at 1 ms");
+    db.compact().expect("compact");
+    assert_eq!(db.count_keys().expect("expired"), 498);
+    assert_eq!(count_keys(&db).expect("walk"), 498);
+}
+
 #[test]
 fn writes_with_options_are_synced_when_asked() {
     let fs = MemFs::new();

@@ -191,6 +191,7 @@ fn run(ops: Vec<Op>) {
                     common::all(d),
                     model.clone().into_iter().collect::<Vec<_>>()
                 );
+                assert_eq!(d.count_keys().expect("count"), model.len() as u64);
                 let mut it = d.iter();
                 it.seek_to_last();
                 let mut back = Vec::new();
