@@ -9,6 +9,15 @@
 //! Pending copies are flushed every [`BATCH`] matches, so memory stays
 //! constant.
 //!
+//! The symbols are read through the tables of `tables.rs`, built once per
+//! model: literals two at a time where both codes fit in
+//! [`PAIR_BITS`](super::tables::PAIR_BITS) bits, lengths and sources with
+//! their extra bits in one step; what those tables leave out takes the
+//! general path, with the same checks. `reference.rs` (tests only) keeps
+//! the plain one-lookup-per-symbol decoder this one must agree with.
+//!
+//! Thread safety: a `Decoder` is immutable once built and `Send + Sync`.
+//!
 //! Every value read from the bit stream is checked before it is used: a
 //! symbol no code has, a length past the record's bound, a dictionary
 //! position outside the dictionary or a distance before the record's start
@@ -16,16 +25,17 @@
 //! over. The output never grows past `min(max, MAX_EXPANSION * (len + 1))`.
 
 use super::symbols::{
-    is_hex_class, literal_len, match_len, next_context, source, Source, AFTER_MATCH, CONTEXTS,
-    CONTEXT_OF, MAX_MATCH, START_CONTEXT,
+    literal_len, match_len, source, Source, AFTER_MATCH, CONTEXTS, CONTEXT_OF, MAX_MATCH,
+    START_CONTEXT,
+};
+use super::tables::{
+    next_ctx, Alphabet, Fused, FusedEntry, Literals, ESCAPE_CLASS, KIND_END, LITERAL_ESCAPE,
+    PAIR_BITS,
 };
 use super::{prefetch, read_model, MAX_EXPANSION};
 use crate::bits::BitReader;
 use crate::error::{Error, Result};
 use crate::huffman::{self, MAX_BITS};
-
-/// The escape symbol of literal tables (after the 256 byte values).
-const LITERAL_ESCAPE: usize = 256;
 
 /// Pending copies per flush.
 const BATCH: usize = 64;
@@ -33,15 +43,15 @@ const BATCH: usize = 64;
 /// An opened model: the inflated dictionary and the decode tables.
 pub(crate) struct Decoder {
     dict: Dictionary,
-    literals: Vec<huffman::Decoder>,
-    /// All literal tables in one array, context `c` at `c << MAX_BITS`,
-    /// entries `length | byte << 4 | class << 12` (see [`literal_entry`]):
-    /// one array, no pointer to chase per literal, and the next literal's
-    /// context comes from the entry, not from a second lookup.
-    literal_table: Box<[u16]>,
-    lit_len: huffman::Decoder,
-    match_len: huffman::Decoder,
-    source: huffman::Decoder,
+    literals: Literals,
+    /// The sequence codes with their extra bits folded in ([`Fused`]) ...
+    lit_len: Fused,
+    match_len: Fused,
+    source: Fused,
+    /// ... and as plain codes, for the symbols [`Fused`] leaves out.
+    lit_len_code: huffman::Decoder,
+    match_len_code: huffman::Decoder,
+    source_code: huffman::Decoder,
 }
 
 /// The inflated dictionary, in huge pages where the kernel gives them: its
@@ -76,22 +86,6 @@ impl Dictionary {
     }
 }
 
-/// Class of a literal entry whose symbol is the escape.
-const ESCAPE_CLASS: u16 = 15;
-
-/// A literal-table entry from a [`huffman::Decoder`] entry
-/// (`length | symbol << 4`): the length, the byte, and the byte's
-/// [`CONTEXT_OF`] class ([`ESCAPE_CLASS`] for the escape symbol).
-fn literal_entry(e: u16) -> u16 {
-    let (len, symbol) = (e & 15, usize::from(e >> 4));
-    let class = if symbol == LITERAL_ESCAPE {
-        ESCAPE_CLASS
-    } else {
-        u16::from(CONTEXT_OF[symbol & 255])
-    };
-    len | ((symbol & 255) as u16) << 4 | class << 12
-}
-
 fn bad(detail: impl Into<String>) -> Error {
     Error::Codec(detail.into())
 }
@@ -104,6 +98,17 @@ struct Copy {
     len: usize,
     from: usize,
     local: bool,
+}
+
+/// The value of a [`Fused`] slot `e` (not 0), consuming its code and
+/// extra bits. The reader must have been refilled since the last
+/// sequence code (a slot takes at most 42 bits).
+#[inline]
+fn fused_value(r: &mut BitReader<'_>, e: FusedEntry) -> u64 {
+    let (len, extra) = (e & 15, e >> 4 & 31);
+    let v = u64::from(e >> 12) + (u64::from(e >> 11 & 1) << extra) + (r.peek(len + extra) >> len);
+    r.consume(len + extra);
+    v
 }
 
 impl Decoder {
@@ -126,19 +131,18 @@ impl Decoder {
         let source = tables.pop().ok_or_else(|| bad("missing table"))?;
         let match_len = tables.pop().ok_or_else(|| bad("missing table"))?;
         let lit_len = tables.pop().ok_or_else(|| bad("missing table"))?;
-        debug_assert_eq!(tables.len(), CONTEXTS);
-        let literal_table = tables
-            .iter()
-            .flat_map(|t| t.table())
-            .map(|&e| literal_entry(e))
-            .collect();
+        if tables.len() != CONTEXTS || tables.iter().any(|t| t.escape() != LITERAL_ESCAPE) {
+            return Err(bad("literal tables do not match the contexts"));
+        }
         Ok(Decoder {
             dict: Dictionary::new(dict),
-            literals: tables,
-            literal_table,
-            lit_len,
-            match_len,
-            source,
+            literals: Literals::new(&tables),
+            lit_len: Fused::new(&lit_len, Alphabet::LiteralLen),
+            match_len: Fused::new(&match_len, Alphabet::MatchLen),
+            source: Fused::new(&source, Alphabet::Source),
+            lit_len_code: lit_len,
+            match_len_code: match_len,
+            source_code: source,
         })
     }
 
@@ -152,13 +156,40 @@ impl Decoder {
         self.dict.bytes()
     }
 
+    /// Memory held: the dictionary and the decode tables.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        let codes = [&self.lit_len_code, &self.match_len_code, &self.source_code];
+        self.dict_len()
+            + self.literals.heap_bytes()
+            + self.lit_len.heap_bytes()
+            + self.match_len.heap_bytes()
+            + self.source.heap_bytes()
+            + codes.iter().map(|c| c.table().len() * 2).sum::<usize>()
+    }
+
     /// Replaces `out` with the record encoded in `payload`, which may not
-    /// decode to more than `max` bytes.
+    /// decode to more than `max` bytes; `out` is empty after an error.
     pub(crate) fn decode(&self, payload: &[u8], max: u64, out: &mut Vec<u8>) -> Result<()> {
-        out.clear();
+        let decoded = self.decode_into(payload, max, out);
+        if decoded.is_err() {
+            out.clear();
+        }
+        decoded
+    }
+
+    fn decode_into(&self, payload: &[u8], max: u64, out: &mut Vec<u8>) -> Result<()> {
         let dict = self.dict.bytes();
         let limit = max.min((payload.len() as u64 + 1).saturating_mul(MAX_EXPANSION)) as usize;
+        // The record is decoded into `out` as it is, grown when needed and
+        // cut to the record's length at the end: a buffer reused from
+        // record to record is zeroed only where it grows, and there is no
+        // resize per literal run or match.
+        let first = limit.min(payload.len().saturating_mul(8).saturating_add(64));
+        if out.len() < first {
+            grow(out, first)?;
+        }
         let mut r = BitReader::new(payload);
+        let mut pos = 0usize;
         let mut cursor = 0usize;
         let mut last_dist = 0usize;
         let mut ctx = usize::from(START_CONTEXT);
@@ -166,85 +197,87 @@ impl Decoder {
         let mut npending = 0;
         loop {
             r.refill();
-            let sym = self
-                .lit_len
-                .get(&mut r)
-                .ok_or_else(|| bad("invalid literal-length code"))?;
-            let eb = literal_len::extra_bits(sym)
-                .ok_or_else(|| bad("literal-length code out of range"))?;
-            let lits = literal_len::value(sym, r.read_wide(eb));
+            let e = self.lit_len.get(r.peek(MAX_BITS));
+            let lits = if e != 0 {
+                fused_value(&mut r, e)
+            } else {
+                let sym = self
+                    .lit_len_code
+                    .get(&mut r)
+                    .ok_or_else(|| bad("invalid literal-length code"))?;
+                let eb = literal_len::extra_bits(sym)
+                    .ok_or_else(|| bad("literal-length code out of range"))?;
+                literal_len::value(sym, r.read_wide(eb))
+            };
             let lits = usize::try_from(lits)
                 .ok()
-                .filter(|&n| n <= limit - out.len())
+                .filter(|&n| n <= limit - pos)
                 .ok_or_else(|| bad(format!("{lits} literals overflow the record bound {limit}")))?;
-            out.try_reserve(lits)
-                .map_err(|_| bad("cannot allocate the record"))?;
-            let start = out.len();
-            out.resize(start + lits, 0);
-            let mut hexes = 0;
-            for slot in &mut out[start..] {
-                // A literal takes at most MAX_BITS + 8 bits (escaped).
-                if r.available() < MAX_BITS + 8 {
-                    r.refill();
-                }
-                let e = self.literal_table[ctx << MAX_BITS | r.peek(MAX_BITS) as usize];
-                let len = u32::from(e & 15);
-                if len == 0 {
-                    return Err(bad("invalid literal code"));
-                }
-                r.consume(len);
-                let mut class = (e >> 12) as u8;
-                let mut b = (e >> 4) as u8;
-                if u16::from(class) == ESCAPE_CLASS {
-                    let escaped = self.literals[ctx]
-                        .escaped(&mut r)
-                        .ok_or_else(|| bad("escaped literal out of range"))?;
-                    b = escaped as u8;
-                    class = CONTEXT_OF[escaped & 255];
-                }
-                *slot = b;
-                hexes = if is_hex_class(class) { hexes + 1 } else { 0 };
-                ctx = usize::from(next_context(class, hexes));
+            let end = pos + lits;
+            if end > out.len() {
+                grow(out, end.max(out.len().saturating_mul(2)).min(limit))?;
             }
+            if lits > 0 {
+                self.literals(&mut r, ctx, &mut out[pos..end])?;
+            }
+            pos = end;
             r.refill();
-            let sym = self
-                .match_len
-                .get(&mut r)
-                .ok_or_else(|| bad("invalid match-length code"))?;
-            if sym == match_len::END {
-                break;
-            }
-            let eb =
-                match_len::extra_bits(sym).ok_or_else(|| bad("match-length code out of range"))?;
-            let len = match_len::value(sym, r.read_wide(eb));
-            if len > MAX_MATCH || len as usize > limit - out.len() {
+            let e = self.match_len.get(r.peek(MAX_BITS));
+            let len = if e != 0 {
+                if e >> 9 & 3 == KIND_END {
+                    r.consume(e & 15);
+                    break;
+                }
+                fused_value(&mut r, e)
+            } else {
+                let sym = self
+                    .match_len_code
+                    .get(&mut r)
+                    .ok_or_else(|| bad("invalid match-length code"))?;
+                if sym == match_len::END {
+                    break;
+                }
+                let eb = match_len::extra_bits(sym)
+                    .ok_or_else(|| bad("match-length code out of range"))?;
+                match_len::value(sym, r.read_wide(eb))
+            };
+            if len > MAX_MATCH || len as usize > limit - pos {
                 return Err(bad(format!(
                     "a {len}-byte match overflows the record bound {limit}"
                 )));
             }
             let len = len as usize;
             r.refill();
-            let sym = self
-                .source
-                .get(&mut r)
-                .ok_or_else(|| bad("invalid source code"))?;
-            let eb = source::extra_bits(sym).ok_or_else(|| bad("source code out of range"))?;
-            let dst = out.len();
-            let copy = match source::value(sym, r.read_wide(eb)) {
-                src @ (Source::Near(_) | Source::At(_)) => {
+            let e = self.source.get(r.peek(MAX_BITS));
+            let src = if e != 0 {
+                let v = fused_value(&mut r, e);
+                match e >> 9 & 3 {
+                    k if k == source::Kind::Near as u32 => Source::Near(source::near_delta(v)),
+                    k if k == source::Kind::At as u32 => Source::At(v),
+                    k if k == source::Kind::LocalRepeat as u32 => Source::LocalRepeat,
+                    _ => Source::Local(v),
+                }
+            } else {
+                let sym = self
+                    .source_code
+                    .get(&mut r)
+                    .ok_or_else(|| bad("invalid source code"))?;
+                let eb = source::extra_bits(sym).ok_or_else(|| bad("source code out of range"))?;
+                source::value(sym, r.read_wide(eb))
+            };
+            let dst = pos;
+            let copy = match src {
+                Source::Near(_) | Source::At(_) => {
                     let from = match src {
-                        Source::Near(delta) => {
-                            (cursor as i128 + lits as i128 + i128::from(delta)) as u128
-                        }
-                        Source::At(at) => u128::from(at),
-                        _ => u128::MAX,
+                        Source::Near(delta) => (cursor + lits).checked_add_signed(delta as isize),
+                        Source::At(at) => usize::try_from(at).ok(),
+                        _ => None,
                     };
-                    let from = usize::try_from(from)
-                        .ok()
+                    let from = from
                         .filter(|&f| f <= dict.len() && len <= dict.len() - f)
                         .ok_or_else(|| {
                             bad(format!(
-                                "dictionary match at {from}+{len} outside the {}-byte dictionary",
+                                "dictionary match {src:?}+{len} outside the {}-byte dictionary",
                                 dict.len()
                             ))
                         })?;
@@ -258,7 +291,7 @@ impl Decoder {
                         local: false,
                     }
                 }
-                src => {
+                Source::LocalRepeat | Source::Local(_) => {
                     let dist = match src {
                         Source::Local(d) => usize::try_from(d).unwrap_or(usize::MAX),
                         _ => last_dist,
@@ -277,9 +310,10 @@ impl Decoder {
                     }
                 }
             };
-            out.try_reserve(len)
-                .map_err(|_| bad("cannot allocate the record"))?;
-            out.resize(dst + len, 0);
+            pos += len;
+            if pos > out.len() {
+                grow(out, pos.max(out.len().saturating_mul(2)).min(limit))?;
+            }
             pending[npending] = copy;
             npending += 1;
             if npending == BATCH {
@@ -292,8 +326,72 @@ impl Decoder {
         if !r.finish() {
             return Err(bad("record bits end early or leave bytes over"));
         }
+        out.truncate(pos);
         Ok(())
     }
+
+    /// Decodes the literal run `run` (not empty) starting in context
+    /// `ctx`. Two literals per lookup where their codes fit in
+    /// [`PAIR_BITS`] together.
+    #[inline]
+    fn literals(&self, r: &mut BitReader<'_>, mut ctx: usize, run: &mut [u8]) -> Result<()> {
+        let mut i = 0;
+        while i + 1 < run.len() {
+            if r.available() < PAIR_BITS {
+                r.refill();
+            }
+            let e = self.literals.pair(ctx, r.peek(PAIR_BITS));
+            if e == 0 {
+                let (b, next) = self.literal(r, ctx)?;
+                run[i] = b;
+                i += 1;
+                ctx = next;
+                continue;
+            }
+            r.consume(e & 15);
+            // With one literal in the entry, the second byte is garbage
+            // that the next literal overwrites (two remain, so it exists).
+            run[i] = (e >> 8) as u8;
+            run[i + 1] = (e >> 16) as u8;
+            i += (e >> 4 & 3) as usize;
+            ctx = (e >> 24) as usize;
+        }
+        if let Some(slot) = run.get_mut(i) {
+            *slot = self.literal(r, ctx)?.0;
+        }
+        Ok(())
+    }
+
+    /// Decodes one literal in context `ctx`, escapes included; returns it
+    /// and the next context.
+    #[inline]
+    fn literal(&self, r: &mut BitReader<'_>, ctx: usize) -> Result<(u8, usize)> {
+        // A literal takes at most MAX_BITS + 8 bits (escaped).
+        if r.available() < MAX_BITS + 8 {
+            r.refill();
+        }
+        let e = self.literals.single(ctx, r.peek(MAX_BITS));
+        let len = u32::from(e & 15);
+        if len == 0 {
+            return Err(bad("invalid literal code"));
+        }
+        r.consume(len);
+        let next = e >> 12;
+        if next != ESCAPE_CLASS {
+            return Ok(((e >> 4) as u8, usize::from(next)));
+        }
+        let b = huffman::read_escaped(r, LITERAL_ESCAPE)
+            .ok_or_else(|| bad("escaped literal out of range"))?;
+        Ok((b as u8, usize::from(next_ctx(ctx, CONTEXT_OF[b & 255]))))
+    }
+}
+
+/// Grows `out` to `len` bytes (zeroed).
+fn grow(out: &mut Vec<u8>, len: usize) -> Result<()> {
+    out.try_reserve(len.saturating_sub(out.len()))
+        .map_err(|_| bad("cannot allocate the record"))?;
+    out.resize(len, 0);
+    Ok(())
 }
 
 /// Phase two: performs `copies` in order. Their ranges were checked when
@@ -302,15 +400,58 @@ impl Decoder {
 fn fill(out: &mut [u8], dict: &[u8], copies: &[Copy]) {
     for c in copies {
         if !c.local {
-            out[c.dst..c.dst + c.len].copy_from_slice(&dict[c.from..c.from + c.len]);
+            copy_exact(
+                &mut out[c.dst..c.dst + c.len],
+                &dict[c.from..c.from + c.len],
+            );
         } else if c.from >= c.len {
-            out.copy_within(c.dst - c.from..c.dst - c.from + c.len, c.dst);
+            let (head, tail) = out.split_at_mut(c.dst);
+            let at = c.dst - c.from;
+            copy_exact(&mut tail[..c.len], &head[at..at + c.len]);
         } else {
             // Overlapping: a distance shorter than the length repeats the
             // pattern, byte by byte.
             for i in c.dst..c.dst + c.len {
                 out[i] = out[i - c.from];
             }
+        }
+    }
+}
+
+/// Copies `src` to `dst` (the same length) with a few fixed-size moves
+/// instead of a call to `memcpy`, which costs more than the copy at the
+/// lengths matches have (19 bytes on average on Debian records): two
+/// overlapping 4-, 8- or 16-byte moves cover any length from 4 to 32.
+#[inline(always)]
+fn copy_exact(dst: &mut [u8], src: &[u8]) {
+    #[inline(always)]
+    fn mv<const N: usize>(dst: &mut [u8], src: &[u8], at: usize) {
+        if let (Some(d), Some(s)) = (dst.get_mut(at..at + N), src.get(at..at + N)) {
+            d.copy_from_slice(s);
+        }
+    }
+    let n = dst.len().min(src.len());
+    match n {
+        0..4 => {
+            for (d, s) in dst.iter_mut().zip(src) {
+                *d = *s;
+            }
+        }
+        4..=8 => {
+            mv::<4>(dst, src, 0);
+            mv::<4>(dst, src, n - 4);
+        }
+        9..=16 => {
+            mv::<8>(dst, src, 0);
+            mv::<8>(dst, src, n - 8);
+        }
+        _ => {
+            let mut at = 0;
+            while at + 16 < n {
+                mv::<16>(dst, src, at);
+                at += 16;
+            }
+            mv::<16>(dst, src, n - 16);
         }
     }
 }
