@@ -231,7 +231,7 @@ impl Decoder {
 
     /// Reads an escaped symbol index (after the escape code); `None` when
     /// out of range.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn escaped(&self, r: &mut BitReader<'_>) -> Option<usize> {
         read_escaped(r, self.escape)
     }
@@ -239,7 +239,7 @@ impl Decoder {
     /// Decodes one symbol; `None` on a bit pattern no code has or an
     /// escaped index out of range. The reader must hold at least
     /// `MAX_BITS + 12` bits (or be at its end).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn get(&self, r: &mut BitReader<'_>) -> Option<usize> {
         let e = self.table[r.peek(MAX_BITS) as usize];
         let len = u32::from(e & 15);
@@ -257,7 +257,7 @@ impl Decoder {
 
 /// Reads the index of an escaped symbol of a code over `symbols` ordinary
 /// symbols (after the escape code); `None` when out of range.
-#[inline]
+#[inline(always)]
 pub(crate) fn read_escaped(r: &mut BitReader<'_>, symbols: usize) -> Option<usize> {
     let raw = r.read(escape_bits(symbols)) as usize;
     (raw < symbols).then_some(raw)

@@ -1,13 +1,17 @@
 //! Decoding one record of the global-dictionary codec, in two phases.
 //!
-//! Phase one reads the bits: literals go straight to their place in the
-//! output, each match leaves a gap and a pending copy, and the dictionary
-//! lines a copy will read are prefetched. Phase two fills the gaps in
-//! order. Literal contexts never depend on copied bytes, so phase one runs
-//! without waiting on the dictionary, and the dictionary's cache misses (the
-//! cost of a megabytes-large dictionary) overlap instead of queueing.
-//! Pending copies are flushed every [`BATCH`] matches, so memory stays
-//! constant.
+//! Phase one reads the bits: literals go to a small buffer, each sequence
+//! (its literals and its match) is queued, and the dictionary lines a match
+//! will read are prefetched. Phase two writes the queued sequences in
+//! order, literals and matches alike, 16 bytes per move: a move past the
+//! end of a sequence writes bytes the next one overwrites, so a 5-byte
+//! match costs one move and no branch on its length. Literal contexts never
+//! depend on copied bytes, so phase one runs without waiting on the
+//! dictionary, and the dictionary's cache misses (the cost of a
+//! megabytes-large dictionary) overlap instead of queueing. The queue is
+//! written out every [`BATCH`] sequences or when the literal buffer is
+//! full, so memory stays constant; a literal run longer than the buffer is
+//! decoded in place.
 //!
 //! The symbols are read through the tables of `tables.rs`, built once per
 //! model: literals two at a time where both codes fit in
@@ -38,7 +42,7 @@ use crate::error::{Error, Result};
 use crate::huffman::{self, MAX_BITS};
 
 /// Pending copies per flush.
-const BATCH: usize = 64;
+const BATCH: usize = 16;
 
 /// An opened model: the inflated dictionary and the decode tables.
 pub(crate) struct Decoder {
@@ -55,48 +59,77 @@ pub(crate) struct Decoder {
 }
 
 /// The inflated dictionary, in huge pages where the kernel gives them: its
-/// reads are random, and 4 KiB pages would add a TLB miss to most.
-enum Dictionary {
+/// reads are random, and 4 KiB pages would add a TLB miss to most. It is
+/// followed by [`SLACK`] zero bytes, so copies can move 16 bytes at a time
+/// past a match's end.
+struct Dictionary {
+    storage: Storage,
+    len: usize,
+}
+
+enum Storage {
     Mapped(memmap2::MmapMut),
     Heap(Vec<u8>),
 }
 
 impl Dictionary {
-    fn new(bytes: Vec<u8>) -> Self {
-        if bytes.len() < 2 << 20 {
-            return Dictionary::Heap(bytes);
-        }
-        match memmap2::MmapMut::map_anon(bytes.len()) {
-            Ok(mut map) => {
-                // Only a hint: without transparent huge pages it is a no-op.
-                #[cfg(target_os = "linux")]
-                let _ = map.advise(memmap2::Advice::HugePage);
-                map.copy_from_slice(&bytes);
-                Dictionary::Mapped(map)
+    fn new(mut bytes: Vec<u8>) -> Self {
+        let len = bytes.len();
+        bytes.resize(len + SLACK, 0);
+        let storage = if len < 2 << 20 {
+            Storage::Heap(bytes)
+        } else {
+            match memmap2::MmapMut::map_anon(bytes.len()) {
+                Ok(mut map) => {
+                    // Only a hint: without transparent huge pages it is a no-op.
+                    #[cfg(target_os = "linux")]
+                    let _ = map.advise(memmap2::Advice::HugePage);
+                    map.copy_from_slice(&bytes);
+                    Storage::Mapped(map)
+                }
+                Err(_) => Storage::Heap(bytes),
             }
-            Err(_) => Dictionary::Heap(bytes),
+        };
+        Dictionary { storage, len }
+    }
+
+    /// The dictionary and its slack.
+    fn padded(&self) -> &[u8] {
+        match &self.storage {
+            Storage::Mapped(m) => m,
+            Storage::Heap(v) => v,
         }
     }
 
     fn bytes(&self) -> &[u8] {
-        match self {
-            Dictionary::Mapped(m) => m,
-            Dictionary::Heap(v) => v,
-        }
+        self.padded().get(..self.len).unwrap_or_default()
     }
 }
+
+/// Bytes past the end of the dictionary, the literal buffer and the
+/// output that 16-byte moves may read or write.
+const SLACK: usize = 32;
+
+/// Literal buffer of phase one (on the stack); a run that does not fit
+/// flushes the pending sequences, and one longer than the buffer is decoded
+/// in place.
+const LITERAL_BUFFER: usize = 512;
 
 fn bad(detail: impl Into<String>) -> Error {
     Error::Codec(detail.into())
 }
 
-/// A copy phase two performs: `len` bytes to `dst` from the dictionary at
-/// `from`, or from `dst - from` in the output when `local`.
+/// A sequence phase two performs: `lit_len` literals from the literal
+/// buffer at `lit_at` to `dst - lit_len`, then `len` bytes to `dst` from
+/// the dictionary at `from`, or from `dst - from` in the output when
+/// `local`.
 #[derive(Clone, Copy, Default)]
-struct Copy {
+struct Seq {
     dst: usize,
-    len: usize,
     from: usize,
+    lit_at: u32,
+    lit_len: u32,
+    len: u32,
     local: bool,
 }
 
@@ -183,8 +216,11 @@ impl Decoder {
         // The record is decoded into `out` as it is, grown when needed and
         // cut to the record's length at the end: a buffer reused from
         // record to record is zeroed only where it grows, and there is no
-        // resize per literal run or match.
-        let first = limit.min(payload.len().saturating_mul(8).saturating_add(64));
+        // resize per literal run or match. It is kept SLACK bytes longer
+        // than what is decoded, for the 16-byte moves of phase two.
+        let first = limit
+            .min(payload.len().saturating_mul(8).saturating_add(64))
+            .saturating_add(SLACK);
         if out.len() < first {
             grow(out, first)?;
         }
@@ -193,8 +229,10 @@ impl Decoder {
         let mut cursor = 0usize;
         let mut last_dist = 0usize;
         let mut ctx = usize::from(START_CONTEXT);
-        let mut pending = [Copy::default(); BATCH];
+        let mut pending = [Seq::default(); BATCH];
         let mut npending = 0;
+        let mut lit_buf = [0u8; LITERAL_BUFFER + SLACK];
+        let mut lit_used = 0usize;
         loop {
             r.refill();
             let e = self.lit_len.get(r.peek(MAX_BITS));
@@ -213,19 +251,40 @@ impl Decoder {
                 .ok()
                 .filter(|&n| n <= limit - pos)
                 .ok_or_else(|| bad(format!("{lits} literals overflow the record bound {limit}")))?;
-            let end = pos + lits;
-            if end > out.len() {
-                grow(out, end.max(out.len().saturating_mul(2)).min(limit))?;
+            if lit_used + lits > LITERAL_BUFFER || npending == BATCH {
+                fill(out, self.dict.padded(), &lit_buf, &pending[..npending]);
+                npending = 0;
+                lit_used = 0;
             }
-            if lits > 0 {
-                self.literals(&mut r, ctx, &mut out[pos..end])?;
+            let mut seq = Seq {
+                dst: pos + lits,
+                lit_at: lit_used as u32,
+                lit_len: lits as u32,
+                ..Seq::default()
+            };
+            if pos + lits + SLACK > out.len() {
+                grow(
+                    out,
+                    (pos + lits + SLACK).max(out.len().saturating_mul(2).min(limit + SLACK)),
+                )?;
             }
-            pos = end;
+            if lits <= LITERAL_BUFFER {
+                self.literals(&mut r, ctx, &mut lit_buf[lit_used..lit_used + lits])?;
+                lit_used += lits;
+            } else {
+                // Longer than the buffer (which is empty now): in place,
+                // after everything before it was written.
+                self.literals(&mut r, ctx, &mut out[pos..pos + lits])?;
+                seq.lit_len = 0;
+            }
+            pos += lits;
             r.refill();
             let e = self.match_len.get(r.peek(MAX_BITS));
             let len = if e != 0 {
                 if e >> 9 & 3 == KIND_END {
                     r.consume(e & 15);
+                    pending[npending] = seq;
+                    npending += 1;
                     break;
                 }
                 fused_value(&mut r, e)
@@ -235,6 +294,8 @@ impl Decoder {
                     .get(&mut r)
                     .ok_or_else(|| bad("invalid match-length code"))?;
                 if sym == match_len::END {
+                    pending[npending] = seq;
+                    npending += 1;
                     break;
                 }
                 let eb = match_len::extra_bits(sym)
@@ -249,80 +310,76 @@ impl Decoder {
             let len = len as usize;
             r.refill();
             let e = self.source.get(r.peek(MAX_BITS));
-            let src = if e != 0 {
+            // `local` and `at`: the dictionary position, or the distance
+            // back into the record; computed without a branch per kind of
+            // source (which one comes next is as good as random).
+            let (local, at) = if e != 0 {
                 let v = fused_value(&mut r, e);
-                match e >> 9 & 3 {
-                    k if k == source::Kind::Near as u32 => Source::Near(source::near_delta(v)),
-                    k if k == source::Kind::At as u32 => Source::At(v),
-                    k if k == source::Kind::LocalRepeat as u32 => Source::LocalRepeat,
-                    _ => Source::Local(v),
-                }
+                let kind = e >> 9 & 3;
+                let near = (cursor + lits).wrapping_add(source::near_delta(v) as usize);
+                let at = if kind == source::Kind::Near as u32 {
+                    near
+                } else if kind == source::Kind::LocalRepeat as u32 {
+                    last_dist
+                } else {
+                    v as usize
+                };
+                (kind >= source::Kind::LocalRepeat as u32, at)
             } else {
                 let sym = self
                     .source_code
                     .get(&mut r)
                     .ok_or_else(|| bad("invalid source code"))?;
                 let eb = source::extra_bits(sym).ok_or_else(|| bad("source code out of range"))?;
-                source::value(sym, r.read_wide(eb))
-            };
-            let dst = pos;
-            let copy = match src {
-                Source::Near(_) | Source::At(_) => {
-                    let from = match src {
-                        Source::Near(delta) => (cursor + lits).checked_add_signed(delta as isize),
-                        Source::At(at) => usize::try_from(at).ok(),
-                        _ => None,
-                    };
-                    let from = from
-                        .filter(|&f| f <= dict.len() && len <= dict.len() - f)
-                        .ok_or_else(|| {
-                            bad(format!(
-                                "dictionary match {src:?}+{len} outside the {}-byte dictionary",
-                                dict.len()
-                            ))
-                        })?;
-                    prefetch(dict, from);
-                    prefetch(dict, from + len - 1);
-                    cursor = from + len;
-                    Copy {
-                        dst,
-                        len,
-                        from,
-                        local: false,
-                    }
-                }
-                Source::LocalRepeat | Source::Local(_) => {
-                    let dist = match src {
-                        Source::Local(d) => usize::try_from(d).unwrap_or(usize::MAX),
-                        _ => last_dist,
-                    };
-                    if dist == 0 || dist > dst {
-                        return Err(bad(format!(
-                            "match distance {dist} before the record start"
-                        )));
-                    }
-                    last_dist = dist;
-                    Copy {
-                        dst,
-                        len,
-                        from: dist,
-                        local: true,
-                    }
+                let wide = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
+                match source::value(sym, r.read_wide(eb)) {
+                    Source::Near(delta) => (
+                        false,
+                        (cursor + lits)
+                            .checked_add_signed(delta as isize)
+                            .unwrap_or(usize::MAX),
+                    ),
+                    Source::At(at) => (false, wide(at)),
+                    Source::LocalRepeat => (true, last_dist),
+                    Source::Local(d) => (true, wide(d)),
                 }
             };
-            pos += len;
-            if pos > out.len() {
-                grow(out, pos.max(out.len().saturating_mul(2)).min(limit))?;
+            // A Near delta below position 0 wraps to a huge position and
+            // fails like any other position outside the dictionary.
+            let valid = if local {
+                at != 0 && at <= pos
+            } else {
+                at <= dict.len() && len <= dict.len() - at
+            };
+            if !valid {
+                return Err(bad(if local {
+                    format!("match distance {at} before the record start")
+                } else {
+                    format!(
+                        "dictionary match at {at}+{len} outside the {}-byte dictionary",
+                        dict.len()
+                    )
+                }));
             }
-            pending[npending] = copy;
+            prefetch(dict, at);
+            prefetch(dict, at + len - 1);
+            cursor = if local { cursor } else { at + len };
+            last_dist = if local { at } else { last_dist };
+            seq.len = len as u32;
+            seq.from = at;
+            seq.local = local;
+            pending[npending] = seq;
             npending += 1;
-            if npending == BATCH {
-                fill(out, dict, &pending);
-                npending = 0;
+            pos += len;
+            if pos + SLACK > out.len() {
+                grow(
+                    out,
+                    (pos + SLACK).max(out.len().saturating_mul(2).min(limit + SLACK)),
+                )?;
             }
             ctx = usize::from(AFTER_MATCH);
         }
-        fill(out, dict, &pending[..npending]);
+        fill(out, self.dict.padded(), &lit_buf, &pending[..npending]);
         if !r.finish() {
             return Err(bad("record bits end early or leave bytes over"));
         }
@@ -333,7 +390,7 @@ impl Decoder {
     /// Decodes the literal run `run` (not empty) starting in context
     /// `ctx`. Two literals per lookup where their codes fit in
     /// [`PAIR_BITS`] together.
-    #[inline]
+    #[inline(always)]
     fn literals(&self, r: &mut BitReader<'_>, mut ctx: usize, run: &mut [u8]) -> Result<()> {
         let mut i = 0;
         while i + 1 < run.len() {
@@ -364,7 +421,7 @@ impl Decoder {
 
     /// Decodes one literal in context `ctx`, escapes included; returns it
     /// and the next context.
-    #[inline]
+    #[inline(always)]
     fn literal(&self, r: &mut BitReader<'_>, ctx: usize) -> Result<(u8, usize)> {
         // A literal takes at most MAX_BITS + 8 bits (escaped).
         if r.available() < MAX_BITS + 8 {
@@ -394,64 +451,51 @@ fn grow(out: &mut Vec<u8>, len: usize) -> Result<()> {
     Ok(())
 }
 
-/// Phase two: performs `copies` in order. Their ranges were checked when
-/// they were decoded.
+/// Phase two: performs `seqs` in order, each its literals from `lits`
+/// and its match, moving 16 bytes at a time: a move past the end of a
+/// sequence writes bytes the next sequence (or the slack) overwrites, and
+/// reads bytes of the slack after the dictionary (`padded`) or the
+/// literal buffer. The ranges were checked in phase one.
 #[inline]
-fn fill(out: &mut [u8], dict: &[u8], copies: &[Copy]) {
-    for c in copies {
-        if !c.local {
-            copy_exact(
-                &mut out[c.dst..c.dst + c.len],
-                &dict[c.from..c.from + c.len],
-            );
-        } else if c.from >= c.len {
-            let (head, tail) = out.split_at_mut(c.dst);
-            let at = c.dst - c.from;
-            copy_exact(&mut tail[..c.len], &head[at..at + c.len]);
+fn fill(out: &mut [u8], padded: &[u8], lits: &[u8], seqs: &[Seq]) {
+    for s in seqs {
+        let (lit_len, len) = (s.lit_len as usize, s.len as usize);
+        move16s(out, s.dst - lit_len, lits, s.lit_at as usize, lit_len);
+        if len == 0 {
+            continue;
+        }
+        if !s.local {
+            move16s(out, s.dst, padded, s.from, len);
+        } else if s.from >= 16 {
+            let mut at = s.dst;
+            while at < s.dst + len {
+                out.copy_within(at - s.from..at - s.from + 16, at);
+                at += 16;
+            }
         } else {
-            // Overlapping: a distance shorter than the length repeats the
-            // pattern, byte by byte.
-            for i in c.dst..c.dst + c.len {
-                out[i] = out[i - c.from];
+            // Closer than a move: the pattern repeats byte by byte.
+            for i in s.dst..s.dst + len {
+                out[i] = out[i - s.from];
             }
         }
     }
 }
 
-/// Copies `src` to `dst` (the same length) with a few fixed-size moves
-/// instead of a call to `memcpy`, which costs more than the copy at the
-/// lengths matches have (19 bytes on average on Debian records): two
-/// overlapping 4-, 8- or 16-byte moves cover any length from 4 to 32.
+/// Moves `len` bytes from `src[from..]` to `out[at..]` in 16-byte moves,
+/// up to 15 bytes past both ends (32 bytes at least, the common case).
 #[inline(always)]
-fn copy_exact(dst: &mut [u8], src: &[u8]) {
+fn move16s(out: &mut [u8], at: usize, src: &[u8], from: usize, len: usize) {
     #[inline(always)]
-    fn mv<const N: usize>(dst: &mut [u8], src: &[u8], at: usize) {
-        if let (Some(d), Some(s)) = (dst.get_mut(at..at + N), src.get(at..at + N)) {
+    fn mv(out: &mut [u8], at: usize, src: &[u8], from: usize) {
+        if let (Some(d), Some(s)) = (out.get_mut(at..at + 16), src.get(from..from + 16)) {
             d.copy_from_slice(s);
         }
     }
-    let n = dst.len().min(src.len());
-    match n {
-        0..4 => {
-            for (d, s) in dst.iter_mut().zip(src) {
-                *d = *s;
-            }
-        }
-        4..=8 => {
-            mv::<4>(dst, src, 0);
-            mv::<4>(dst, src, n - 4);
-        }
-        9..=16 => {
-            mv::<8>(dst, src, 0);
-            mv::<8>(dst, src, n - 8);
-        }
-        _ => {
-            let mut at = 0;
-            while at + 16 < n {
-                mv::<16>(dst, src, at);
-                at += 16;
-            }
-            mv::<16>(dst, src, n - 16);
-        }
+    mv(out, at, src, from);
+    mv(out, at + 16, src, from + 16);
+    let mut done = 32;
+    while done < len {
+        mv(out, at + done, src, from + done);
+        done += 16;
     }
 }

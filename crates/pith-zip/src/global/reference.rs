@@ -287,7 +287,7 @@ mod tests {
     fn any_record() -> impl Strategy<Value = Vec<u8>> {
         prop_oneof![
             (0u64..500).prop_map(record),
-            proptest::collection::vec(any::<u8>(), 0..300),
+            proptest::collection::vec(any::<u8>(), 0..1500),
             (
                 (0u64..500),
                 proptest::collection::vec(any::<u8>(), 0..40),
