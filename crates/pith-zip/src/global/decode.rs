@@ -245,7 +245,9 @@ impl Decoder {
                     .ok_or_else(|| bad("invalid literal-length code"))?;
                 let eb = literal_len::extra_bits(sym)
                     .ok_or_else(|| bad("literal-length code out of range"))?;
-                literal_len::value(sym, r.read_wide(eb))
+                let lits = literal_len::value(sym, r.read_wide(eb));
+                r.refill();
+                lits
             };
             let lits = usize::try_from(lits)
                 .ok()
@@ -269,12 +271,12 @@ impl Decoder {
                 )?;
             }
             if lits <= LITERAL_BUFFER {
-                self.literals(&mut r, ctx, &mut lit_buf[lit_used..lit_used + lits])?;
+                self.literals(&mut r, ctx, &mut lit_buf[lit_used..], lits)?;
                 lit_used += lits;
             } else {
                 // Longer than the buffer (which is empty now): in place,
                 // after everything before it was written.
-                self.literals(&mut r, ctx, &mut out[pos..pos + lits])?;
+                self.literals(&mut r, ctx, &mut out[pos..], lits)?;
                 seq.lit_len = 0;
             }
             pos += lits;
@@ -317,13 +319,12 @@ impl Decoder {
                 let v = fused_value(&mut r, e);
                 let kind = e >> 9 & 3;
                 let near = (cursor + lits).wrapping_add(source::near_delta(v) as usize);
-                let at = if kind == source::Kind::Near as u32 {
-                    near
-                } else if kind == source::Kind::LocalRepeat as u32 {
-                    last_dist
-                } else {
-                    v as usize
-                };
+                let other = select(
+                    kind == source::Kind::LocalRepeat as u32,
+                    last_dist,
+                    v as usize,
+                );
+                let at = select(kind == source::Kind::Near as u32, near, other);
                 (kind >= source::Kind::LocalRepeat as u32, at)
             } else {
                 let sym = self
@@ -346,11 +347,9 @@ impl Decoder {
             };
             // A Near delta below position 0 wraps to a huge position and
             // fails like any other position outside the dictionary.
-            let valid = if local {
-                at != 0 && at <= pos
-            } else {
-                at <= dict.len() && len <= dict.len() - at
-            };
+            let local_ok = (at != 0) & (at <= pos);
+            let dict_ok = (at <= dict.len()) & (len <= dict.len().wrapping_sub(at));
+            let valid = (local & local_ok) | (!local & dict_ok);
             if !valid {
                 return Err(bad(if local {
                     format!("match distance {at} before the record start")
@@ -363,8 +362,8 @@ impl Decoder {
             }
             prefetch(dict, at);
             prefetch(dict, at + len - 1);
-            cursor = if local { cursor } else { at + len };
-            last_dist = if local { at } else { last_dist };
+            cursor = select(local, cursor, at + len);
+            last_dist = select(local, at, last_dist);
             seq.len = len as u32;
             seq.from = at;
             seq.local = local;
@@ -387,34 +386,41 @@ impl Decoder {
         Ok(())
     }
 
-    /// Decodes the literal run `run` (not empty) starting in context
-    /// `ctx`. Two literals per lookup where their codes fit in
-    /// [`PAIR_BITS`] together.
+    /// Decodes a run of `n` literals, starting in context `ctx`, into
+    /// `buf[..n]`; `buf[n]` must exist too (it may be overwritten). Two
+    /// literals per lookup where their codes fit in [`PAIR_BITS`]
+    /// together; the last of an odd run from a pair's first half.
     #[inline(always)]
-    fn literals(&self, r: &mut BitReader<'_>, mut ctx: usize, run: &mut [u8]) -> Result<()> {
+    fn literals(
+        &self,
+        r: &mut BitReader<'_>,
+        mut ctx: usize,
+        buf: &mut [u8],
+        n: usize,
+    ) -> Result<()> {
         let mut i = 0;
-        while i + 1 < run.len() {
+        while i < n {
             if r.available() < PAIR_BITS {
                 r.refill();
             }
             let e = self.literals.pair(ctx, r.peek(PAIR_BITS));
             if e == 0 {
                 let (b, next) = self.literal(r, ctx)?;
-                run[i] = b;
+                buf[i] = b;
                 i += 1;
                 ctx = next;
                 continue;
             }
-            r.consume(e & 15);
-            // With one literal in the entry, the second byte is garbage
-            // that the next literal overwrites (two remain, so it exists).
-            run[i] = (e >> 8) as u8;
-            run[i + 1] = (e >> 16) as u8;
-            i += (e >> 4 & 3) as usize;
-            ctx = (e >> 24) as usize;
-        }
-        if let Some(slot) = run.get_mut(i) {
-            *slot = self.literal(r, ctx)?.0;
+            let take = if n - i >= 2 { (e >> 4 & 3) as usize } else { 1 };
+            r.consume(if take == 2 { e & 15 } else { e >> 28 });
+            // With one literal taken, the second byte is garbage that the
+            // next literal overwrites, or past the run.
+            buf[i] = (e >> 8) as u8;
+            buf[i + 1] = (e >> 16) as u8;
+            i += take;
+            // Wrong when a pair was cut to one literal, but then the run
+            // is over.
+            ctx = (e >> 24 & 15) as usize;
         }
         Ok(())
     }
@@ -441,6 +447,14 @@ impl Decoder {
             .ok_or_else(|| bad("escaped literal out of range"))?;
         Ok((b as u8, usize::from(next_ctx(ctx, CONTEXT_OF[b & 255]))))
     }
+}
+
+/// `a` if `c`, else `b`, by masks: the sources' kinds follow each other
+/// as good as at random, and a branch on them mispredicts often.
+#[inline(always)]
+fn select(c: bool, a: usize, b: usize) -> usize {
+    let mask = usize::from(c).wrapping_neg();
+    (a & mask) | (b & !mask)
 }
 
 /// Grows `out` to `len` bytes (zeroed).

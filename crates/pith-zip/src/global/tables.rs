@@ -65,7 +65,8 @@ pub(crate) struct Literals {
     single: Box<[u16]>,
     /// Context `c` at `c << PAIR_BITS`, indexed by the next [`PAIR_BITS`]
     /// bits: `bits | count << 4 | byte1 << 8 | byte2 << 16 | next context
-    /// << 24`, 0 where [`Self::single`] must decode.
+    /// << 24 | bits of the first << 28`, 0 where [`Self::single`] must
+    /// decode.
     pairs: Box<[u32]>,
 }
 
@@ -98,9 +99,14 @@ impl Literals {
                     Some((l1, b1, c1)) if l1 <= PAIR_BITS => {
                         match one(c1, bits >> l1).filter(|&(l2, ..)| l1 + l2 <= PAIR_BITS) {
                             Some((l2, b2, c2)) => {
-                                (l1 + l2) | 2 << 4 | b1 << 8 | b2 << 16 | (c2 as u32) << 24
+                                (l1 + l2)
+                                    | 2 << 4
+                                    | b1 << 8
+                                    | b2 << 16
+                                    | (c2 as u32) << 24
+                                    | l1 << 28
                             }
-                            None => l1 | 1 << 4 | b1 << 8 | (c1 as u32) << 24,
+                            None => l1 | 1 << 4 | b1 << 8 | (c1 as u32) << 24 | l1 << 28,
                         }
                     }
                     _ => 0,
