@@ -33,8 +33,8 @@ use super::symbols::{
     START_CONTEXT,
 };
 use super::tables::{
-    next_ctx, Alphabet, Fused, FusedEntry, Literals, ESCAPE_CLASS, KIND_END, LITERAL_ESCAPE,
-    PAIR_BITS,
+    fused_kind, fused_value, next_ctx, Alphabet, Fused, FusedEntry, Literals, MatchSource,
+    ESCAPE_CLASS, KIND_END, LITERAL_ESCAPE, PAIR_BITS,
 };
 use super::{prefetch, read_model, MAX_EXPANSION};
 use crate::bits::BitReader;
@@ -52,6 +52,8 @@ pub(crate) struct Decoder {
     lit_len: Fused,
     match_len: Fused,
     source: Fused,
+    /// Match length and source in one lookup, for most matches.
+    match_source: MatchSource,
     /// ... and as plain codes, for the symbols [`Fused`] leaves out.
     lit_len_code: huffman::Decoder,
     match_len_code: huffman::Decoder,
@@ -136,11 +138,10 @@ struct Seq {
 /// The value of a [`Fused`] slot `e` (not 0), consuming its code and
 /// extra bits. The reader must have been refilled since the last
 /// sequence code (a slot takes at most 42 bits).
-#[inline]
-fn fused_value(r: &mut BitReader<'_>, e: FusedEntry) -> u64 {
-    let (len, extra) = (e & 15, e >> 4 & 31);
-    let v = u64::from(e >> 12) + (u64::from(e >> 11 & 1) << extra) + (r.peek(len + extra) >> len);
-    r.consume(len + extra);
+#[inline(always)]
+fn read_fused(r: &mut BitReader<'_>, e: FusedEntry) -> u64 {
+    let v = fused_value(e, r.peek(56));
+    r.consume(e & 63);
     v
 }
 
@@ -167,12 +168,15 @@ impl Decoder {
         if tables.len() != CONTEXTS || tables.iter().any(|t| t.escape() != LITERAL_ESCAPE) {
             return Err(bad("literal tables do not match the contexts"));
         }
+        let match_len_fused = Fused::new(&match_len, Alphabet::MatchLen);
+        let source_fused = Fused::new(&source, Alphabet::Source);
         Ok(Decoder {
             dict: Dictionary::new(dict),
             literals: Literals::new(&tables),
             lit_len: Fused::new(&lit_len, Alphabet::LiteralLen),
-            match_len: Fused::new(&match_len, Alphabet::MatchLen),
-            source: Fused::new(&source, Alphabet::Source),
+            match_source: MatchSource::new(&match_len_fused, &source_fused),
+            match_len: match_len_fused,
+            source: source_fused,
             lit_len_code: lit_len,
             match_len_code: match_len,
             source_code: source,
@@ -197,6 +201,7 @@ impl Decoder {
             + self.lit_len.heap_bytes()
             + self.match_len.heap_bytes()
             + self.source.heap_bytes()
+            + self.match_source.heap_bytes()
             + codes.iter().map(|c| c.table().len() * 2).sum::<usize>()
     }
 
@@ -237,7 +242,7 @@ impl Decoder {
             r.refill();
             let e = self.lit_len.get(r.peek(MAX_BITS));
             let lits = if e != 0 {
-                fused_value(&mut r, e)
+                read_fused(&mut r, e)
             } else {
                 let sym = self
                     .lit_len_code
@@ -281,28 +286,35 @@ impl Decoder {
             }
             pos += lits;
             r.refill();
-            let e = self.match_len.get(r.peek(MAX_BITS));
-            let len = if e != 0 {
-                if e >> 9 & 3 == KIND_END {
-                    r.consume(e & 15);
-                    pending[npending] = seq;
-                    npending += 1;
-                    break;
-                }
-                fused_value(&mut r, e)
+            let joined = self.match_source.get(r.peek(MAX_BITS));
+            let (len, e) = if joined != 0 {
+                (joined >> 32, joined as u32)
             } else {
-                let sym = self
-                    .match_len_code
-                    .get(&mut r)
-                    .ok_or_else(|| bad("invalid match-length code"))?;
-                if sym == match_len::END {
-                    pending[npending] = seq;
-                    npending += 1;
-                    break;
-                }
-                let eb = match_len::extra_bits(sym)
-                    .ok_or_else(|| bad("match-length code out of range"))?;
-                match_len::value(sym, r.read_wide(eb))
+                let e = self.match_len.get(r.peek(MAX_BITS));
+                let len = if e != 0 {
+                    if fused_kind(e) == KIND_END {
+                        r.consume(e & 63);
+                        pending[npending] = seq;
+                        npending += 1;
+                        break;
+                    }
+                    read_fused(&mut r, e)
+                } else {
+                    let sym = self
+                        .match_len_code
+                        .get(&mut r)
+                        .ok_or_else(|| bad("invalid match-length code"))?;
+                    if sym == match_len::END {
+                        pending[npending] = seq;
+                        npending += 1;
+                        break;
+                    }
+                    let eb = match_len::extra_bits(sym)
+                        .ok_or_else(|| bad("match-length code out of range"))?;
+                    match_len::value(sym, r.read_wide(eb))
+                };
+                r.refill();
+                (len, self.source.get(r.peek(MAX_BITS)))
             };
             if len > MAX_MATCH || len as usize > limit - pos {
                 return Err(bad(format!(
@@ -310,14 +322,12 @@ impl Decoder {
                 )));
             }
             let len = len as usize;
-            r.refill();
-            let e = self.source.get(r.peek(MAX_BITS));
             // `local` and `at`: the dictionary position, or the distance
             // back into the record; computed without a branch per kind of
             // source (which one comes next is as good as random).
             let (local, at) = if e != 0 {
-                let v = fused_value(&mut r, e);
-                let kind = e >> 9 & 3;
+                let v = read_fused(&mut r, e);
+                let kind = fused_kind(e);
                 let near = (cursor + lits).wrapping_add(source::near_delta(v) as usize);
                 let other = select(
                     kind == source::Kind::LocalRepeat as u32,
