@@ -194,6 +194,30 @@ mod tests {
     }
 
     #[test]
+    fn bits_past_the_end_read_as_zero_and_are_counted() {
+        let mut r = BitReader::new(&[0xAB]);
+        assert_eq!(r.read(8), 0xAB);
+        // Refills past the end load zeros; reading them is an overrun.
+        r.refill();
+        assert_eq!(r.available(), 56);
+        assert_eq!(r.read(16), 0);
+        assert!(!r.finish());
+        assert!(BitReader::new(&[]).finish());
+        // One bit of two bytes read: a whole byte is left over.
+        let mut r = BitReader::new(&[1, 0]);
+        assert_eq!(r.read(1), 1);
+        assert!(!r.finish());
+        // One bit of one byte: the rest is the zero padding.
+        let mut r = BitReader::new(&[1]);
+        assert_eq!(r.read(1), 1);
+        assert!(r.finish());
+        // Padding that is not zero is not padding.
+        let mut r = BitReader::new(&[3]);
+        assert_eq!(r.read(1), 1);
+        assert!(!r.finish());
+    }
+
+    #[test]
     fn overrun_is_flagged() {
         let mut r = BitReader::new(&[0xFF]);
         assert_eq!(r.read(8), 0xFF);
