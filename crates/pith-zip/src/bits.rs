@@ -2,10 +2,11 @@
 //! the reader takes them back in the same order.
 //!
 //! Invariants: the writer's accumulator holds fewer than 32 pending bits
-//! between calls; the reader never reads outside its slice (bytes past the
-//! end read as zero bits) and flags an overrun if more bits are consumed
-//! than the slice holds, so a truncated or crafted stream is detected by
-//! [`BitReader::finish`] rather than by a panic.
+//! between calls; the reader never reads outside its slice: past its end
+//! it reads zero bits, as many as asked (a refill always tops up to 56
+//! bits), and counts them, so a stream that is consumed past its end
+//! (truncated or crafted) is detected by [`BitReader::finish`] rather
+//! than by a panic or a check on every read.
 
 use pith_enc::le;
 
@@ -55,12 +56,12 @@ impl BitWriter {
 /// Reads bit fields written by [`BitWriter`].
 pub(crate) struct BitReader<'a> {
     data: &'a [u8],
-    /// Next byte of `data` to load into `buf`.
+    /// Next byte to load into `buf`; past `data.len()` when zero bits past
+    /// the end have been loaded.
     pos: usize,
     buf: u64,
-    /// Valid bits in `buf`.
+    /// Bits of `buf` loaded and not yet consumed (at most 63).
     bits: u32,
-    overrun: bool,
 }
 
 impl<'a> BitReader<'a> {
@@ -70,50 +71,45 @@ impl<'a> BitReader<'a> {
             pos: 0,
             buf: 0,
             bits: 0,
-            overrun: false,
         };
         r.refill();
         r
     }
 
-    /// Tops `buf` up to at least 56 valid bits while input remains.
+    /// Tops `buf` up to at least 56 bits (zero bits past the end of the
+    /// input).
+    ///
+    /// Away from the end of the input this is one unaligned 8-byte load
+    /// and no branch on the bit count (the zstd/FSE way): the whole bytes
+    /// that fit are kept, and the bits of a partly fitting byte above them
+    /// are loaded again, the same, by the next refill.
     #[inline]
     pub(crate) fn refill(&mut self) {
-        if let Some(word) = le::u64_at(self.data, self.pos) {
-            self.buf |= word << self.bits;
-            let take = (63 - self.bits) / 8;
-            self.pos += take as usize;
-            self.bits += take * 8;
-        } else {
-            while self.bits <= 56 {
-                let Some(&b) = self.data.get(self.pos) else {
-                    break;
-                };
-                self.buf |= u64::from(b) << self.bits;
-                self.pos += 1;
-                self.bits += 8;
-            }
-        }
+        let word = match le::u64_at(self.data, self.pos) {
+            Some(word) => word,
+            None => tail_word(self.data, self.pos),
+        };
+        self.buf |= word << self.bits;
+        // `bits <= 63`: the whole bytes that fit are `7 - bits / 8`, after
+        // which `bits` is `56 + bits % 8`.
+        self.pos += (63 - self.bits as usize) >> 3;
+        self.bits |= 56;
     }
 
-    /// The next `n` bits (`n <= 56`) without consuming them; missing bits
-    /// past the end read as zero.
+    /// The next `n` bits (`n <= 56`) without consuming them.
     #[inline]
     pub(crate) fn peek(&self, n: u32) -> u64 {
         self.buf & ((1u64 << n) - 1)
     }
 
-    /// Drops `n` bits; consuming more than were loaded marks an overrun.
+    /// Drops `n` bits, which must be loaded (`n <=`
+    /// [`available`](Self::available)): callers refill before each field
+    /// or check what is left.
     #[inline]
     pub(crate) fn consume(&mut self, n: u32) {
-        if n > self.bits {
-            self.overrun = true;
-            self.buf = 0;
-            self.bits = 0;
-        } else {
-            self.buf >>= n;
-            self.bits -= n;
-        }
+        debug_assert!(n <= self.bits, "{n} bits consumed, {} loaded", self.bits);
+        self.buf >>= n;
+        self.bits = self.bits.saturating_sub(n);
     }
 
     /// Reads `n <= 56` bits; call [`refill`](Self::refill) first.
@@ -124,8 +120,8 @@ impl<'a> BitReader<'a> {
         v
     }
 
-    /// Valid bits loaded: at least this many can be peeked or read
-    /// without a refill.
+    /// Bits loaded: at least this many can be peeked or read without a
+    /// refill.
     #[inline]
     pub(crate) fn available(&self) -> u32 {
         self.bits
@@ -140,7 +136,9 @@ impl<'a> BitReader<'a> {
         self.read_wide_slow(n)
     }
 
-    #[inline(never)]
+    // Inlined, rare as it is: a call taking `&mut self` would keep the
+    // reader in memory rather than in registers in the whole decode loop.
+    #[inline(always)]
     fn read_wide_slow(&mut self, n: u32) -> u64 {
         self.refill();
         if n > 32 {
@@ -152,11 +150,23 @@ impl<'a> BitReader<'a> {
         }
     }
 
-    /// True when the stream was consumed exactly: no overrun, and nothing
-    /// but the zero padding of the last byte left over.
+    /// True when the stream was consumed exactly: no bit past its end,
+    /// and nothing but the zero padding of the last byte left over.
     pub(crate) fn finish(&self) -> bool {
-        !self.overrun && self.pos == self.data.len() && self.bits < 8 && self.buf == 0
+        // Bits consumed; `pos * 8 >= bits` as every loaded bit was counted
+        // in `pos`.
+        let consumed = (self.pos as u64 * 8).saturating_sub(u64::from(self.bits));
+        let total = self.data.len() as u64 * 8;
+        consumed <= total && consumed + 8 > total && self.buf == 0
     }
+}
+
+/// The bytes of `data` from `pos` on, within its last 8, zero-padded
+/// (not a method: a call taking the reader by reference would keep it in
+/// memory rather than in registers in decode loops).
+#[inline(never)]
+fn tail_word(data: &[u8], pos: usize) -> u64 {
+    le::u64_padded(data.get(pos..).unwrap_or_default())
 }
 
 #[cfg(test)]
@@ -181,6 +191,30 @@ mod tests {
             r.refill();
             prop_assert!(r.finish());
         }
+    }
+
+    #[test]
+    fn bits_past_the_end_read_as_zero_and_are_counted() {
+        let mut r = BitReader::new(&[0xAB]);
+        assert_eq!(r.read(8), 0xAB);
+        // Refills past the end load zeros; reading them is an overrun.
+        r.refill();
+        assert_eq!(r.available(), 56);
+        assert_eq!(r.read(16), 0);
+        assert!(!r.finish());
+        assert!(BitReader::new(&[]).finish());
+        // One bit of two bytes read: a whole byte is left over.
+        let mut r = BitReader::new(&[1, 0]);
+        assert_eq!(r.read(1), 1);
+        assert!(!r.finish());
+        // One bit of one byte: the rest is the zero padding.
+        let mut r = BitReader::new(&[1]);
+        assert_eq!(r.read(1), 1);
+        assert!(r.finish());
+        // Padding that is not zero is not padding.
+        let mut r = BitReader::new(&[3]);
+        assert_eq!(r.read(1), 1);
+        assert!(!r.finish());
     }
 
     #[test]

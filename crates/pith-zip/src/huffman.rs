@@ -181,7 +181,6 @@ pub(crate) struct Decoder {
     table: Box<[u16]>,
     /// The escape symbol (= number of ordinary symbols).
     escape: usize,
-    escape_bits: u32,
 }
 
 impl Decoder {
@@ -216,11 +215,7 @@ impl Decoder {
             }
         }
         let escape = lengths.len() - 1;
-        Some(Decoder {
-            table,
-            escape,
-            escape_bits: escape_bits(escape),
-        })
+        Some(Decoder { table, escape })
     }
 
     /// The raw table: `2^MAX_BITS` entries of `symbol << 4 | length`
@@ -229,18 +224,22 @@ impl Decoder {
         &self.table
     }
 
+    /// The escape symbol (= number of ordinary symbols).
+    pub(crate) fn escape(&self) -> usize {
+        self.escape
+    }
+
     /// Reads an escaped symbol index (after the escape code); `None` when
     /// out of range.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn escaped(&self, r: &mut BitReader<'_>) -> Option<usize> {
-        let raw = r.read(self.escape_bits) as usize;
-        (raw < self.escape).then_some(raw)
+        read_escaped(r, self.escape)
     }
 
     /// Decodes one symbol; `None` on a bit pattern no code has or an
     /// escaped index out of range. The reader must hold at least
     /// `MAX_BITS + 12` bits (or be at its end).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn get(&self, r: &mut BitReader<'_>) -> Option<usize> {
         let e = self.table[r.peek(MAX_BITS) as usize];
         let len = u32::from(e & 15);
@@ -254,6 +253,14 @@ impl Decoder {
         }
         self.escaped(r)
     }
+}
+
+/// Reads the index of an escaped symbol of a code over `symbols` ordinary
+/// symbols (after the escape code); `None` when out of range.
+#[inline(always)]
+pub(crate) fn read_escaped(r: &mut BitReader<'_>, symbols: usize) -> Option<usize> {
+    let raw = r.read(escape_bits(symbols)) as usize;
+    (raw < symbols).then_some(raw)
 }
 
 /// Appends `lengths` as 4-bit nibbles after a u16 count.

@@ -269,9 +269,7 @@ impl Model {
     /// Memory the model holds: dictionary and decode tables, plus the
     /// matcher's index while an encoder uses it.
     pub fn heap_bytes(&self) -> usize {
-        self.decoder.dict_len()
-            + global::TABLE_BYTES
-            + self.live_index().map_or(0, |i| i.heap_bytes())
+        self.decoder.heap_bytes() + self.live_index().map_or(0, |i| i.heap_bytes())
     }
 
     fn live_index(&self) -> Option<Arc<DictIndex>> {

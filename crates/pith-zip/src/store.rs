@@ -252,7 +252,7 @@ impl<'a> Store<'a> {
     /// inflated dictionary of the global codec, decode tables).
     pub fn heap_bytes(&self) -> usize {
         match &self.decoder {
-            Decoder::Global(d) => d.dict_len() + global::TABLE_BYTES,
+            Decoder::Global(d) => d.heap_bytes(),
             _ => 0,
         }
     }
@@ -320,11 +320,10 @@ impl<'a> Store<'a> {
             out.clear();
             out.extend_from_slice(r.payload);
         } else {
-            // The header says how long the record is: one allocation for
-            // records up to 1 MiB (a crafted header must not make a reader
-            // reserve more; the decoder checks the real length).
-            out.clear();
-            let _ = out.try_reserve(r.len.min(1 << 20) as usize);
+            // The header bounds the length: the decoder sizes `out` for
+            // it at once (bounded by the payload too, so a crafted header
+            // cannot make a reader allocate much), and the real length is
+            // checked below.
             let decoded = model.decoder().decode(r.payload, r.len, out);
             decoded.map_err(|e| {
                 out.clear();

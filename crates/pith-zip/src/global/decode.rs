@@ -1,13 +1,26 @@
 //! Decoding one record of the global-dictionary codec, in two phases.
 //!
-//! Phase one reads the bits: literals go straight to their place in the
-//! output, each match leaves a gap and a pending copy, and the dictionary
-//! lines a copy will read are prefetched. Phase two fills the gaps in
-//! order. Literal contexts never depend on copied bytes, so phase one runs
-//! without waiting on the dictionary, and the dictionary's cache misses (the
-//! cost of a megabytes-large dictionary) overlap instead of queueing.
-//! Pending copies are flushed every [`BATCH`] matches, so memory stays
-//! constant.
+//! Phase one reads the bits: literals go to a small buffer, each sequence
+//! (its literals and its match) is queued, and the dictionary lines a match
+//! will read are prefetched. Phase two writes the queued sequences in
+//! order, literals and matches alike, 16 bytes per move: a move past the
+//! end of a sequence writes bytes the next one overwrites, so a 5-byte
+//! match costs one move and no branch on its length. Literal contexts never
+//! depend on copied bytes, so phase one runs without waiting on the
+//! dictionary, and the dictionary's cache misses (the cost of a
+//! megabytes-large dictionary) overlap instead of queueing. The queue is
+//! written out every [`BATCH`] sequences or when the literal buffer is
+//! full, so memory stays constant; a literal run longer than the buffer is
+//! decoded in place.
+//!
+//! The symbols are read through the tables of `tables.rs`, built once per
+//! model: literals two at a time where both codes fit in
+//! [`PAIR_BITS`](super::tables::PAIR_BITS) bits, lengths and sources with
+//! their extra bits in one step; what those tables leave out takes the
+//! general path, with the same checks. `reference.rs` (tests only) keeps
+//! the plain one-lookup-per-symbol decoder this one must agree with.
+//!
+//! Thread safety: a `Decoder` is immutable once built and `Send + Sync`.
 //!
 //! Every value read from the bit stream is checked before it is used: a
 //! symbol no code has, a length past the record's bound, a dictionary
@@ -16,94 +29,120 @@
 //! over. The output never grows past `min(max, MAX_EXPANSION * (len + 1))`.
 
 use super::symbols::{
-    is_hex_class, literal_len, match_len, next_context, source, Source, AFTER_MATCH, CONTEXTS,
-    CONTEXT_OF, MAX_MATCH, START_CONTEXT,
+    literal_len, match_len, source, Source, AFTER_MATCH, CONTEXTS, CONTEXT_OF, MAX_MATCH,
+    START_CONTEXT,
+};
+use super::tables::{
+    fused_kind, fused_value, next_ctx, Alphabet, Fused, FusedEntry, Literals, MatchSource,
+    ESCAPE_CLASS, KIND_END, LITERAL_ESCAPE, PAIR_BITS,
 };
 use super::{prefetch, read_model, MAX_EXPANSION};
 use crate::bits::BitReader;
 use crate::error::{Error, Result};
 use crate::huffman::{self, MAX_BITS};
 
-/// The escape symbol of literal tables (after the 256 byte values).
-const LITERAL_ESCAPE: usize = 256;
-
 /// Pending copies per flush.
-const BATCH: usize = 64;
+const BATCH: usize = 16;
 
 /// An opened model: the inflated dictionary and the decode tables.
 pub(crate) struct Decoder {
     dict: Dictionary,
-    literals: Vec<huffman::Decoder>,
-    /// All literal tables in one array, context `c` at `c << MAX_BITS`,
-    /// entries `length | byte << 4 | class << 12` (see [`literal_entry`]):
-    /// one array, no pointer to chase per literal, and the next literal's
-    /// context comes from the entry, not from a second lookup.
-    literal_table: Box<[u16]>,
-    lit_len: huffman::Decoder,
-    match_len: huffman::Decoder,
-    source: huffman::Decoder,
+    literals: Literals,
+    /// The sequence codes with their extra bits folded in ([`Fused`]) ...
+    lit_len: Fused,
+    match_len: Fused,
+    source: Fused,
+    /// Match length and source in one lookup, for most matches.
+    match_source: MatchSource,
+    /// ... and as plain codes, for the symbols [`Fused`] leaves out.
+    lit_len_code: huffman::Decoder,
+    match_len_code: huffman::Decoder,
+    source_code: huffman::Decoder,
 }
 
 /// The inflated dictionary, in huge pages where the kernel gives them: its
-/// reads are random, and 4 KiB pages would add a TLB miss to most.
-enum Dictionary {
+/// reads are random, and 4 KiB pages would add a TLB miss to most. It is
+/// followed by [`SLACK`] zero bytes, so copies can move 16 bytes at a time
+/// past a match's end.
+struct Dictionary {
+    storage: Storage,
+    len: usize,
+}
+
+enum Storage {
     Mapped(memmap2::MmapMut),
     Heap(Vec<u8>),
 }
 
 impl Dictionary {
-    fn new(bytes: Vec<u8>) -> Self {
-        if bytes.len() < 2 << 20 {
-            return Dictionary::Heap(bytes);
-        }
-        match memmap2::MmapMut::map_anon(bytes.len()) {
-            Ok(mut map) => {
-                // Only a hint: without transparent huge pages it is a no-op.
-                #[cfg(target_os = "linux")]
-                let _ = map.advise(memmap2::Advice::HugePage);
-                map.copy_from_slice(&bytes);
-                Dictionary::Mapped(map)
+    fn new(mut bytes: Vec<u8>) -> Self {
+        let len = bytes.len();
+        bytes.resize(len + SLACK, 0);
+        let storage = if len < 2 << 20 {
+            Storage::Heap(bytes)
+        } else {
+            match memmap2::MmapMut::map_anon(bytes.len()) {
+                Ok(mut map) => {
+                    // Only a hint: without transparent huge pages it is a no-op.
+                    #[cfg(target_os = "linux")]
+                    let _ = map.advise(memmap2::Advice::HugePage);
+                    map.copy_from_slice(&bytes);
+                    Storage::Mapped(map)
+                }
+                Err(_) => Storage::Heap(bytes),
             }
-            Err(_) => Dictionary::Heap(bytes),
+        };
+        Dictionary { storage, len }
+    }
+
+    /// The dictionary and its slack.
+    fn padded(&self) -> &[u8] {
+        match &self.storage {
+            Storage::Mapped(m) => m,
+            Storage::Heap(v) => v,
         }
     }
 
     fn bytes(&self) -> &[u8] {
-        match self {
-            Dictionary::Mapped(m) => m,
-            Dictionary::Heap(v) => v,
-        }
+        self.padded().get(..self.len).unwrap_or_default()
     }
 }
 
-/// Class of a literal entry whose symbol is the escape.
-const ESCAPE_CLASS: u16 = 15;
+/// Bytes past the end of the dictionary, the literal buffer and the
+/// output that 16-byte moves may read or write.
+const SLACK: usize = 32;
 
-/// A literal-table entry from a [`huffman::Decoder`] entry
-/// (`length | symbol << 4`): the length, the byte, and the byte's
-/// [`CONTEXT_OF`] class ([`ESCAPE_CLASS`] for the escape symbol).
-fn literal_entry(e: u16) -> u16 {
-    let (len, symbol) = (e & 15, usize::from(e >> 4));
-    let class = if symbol == LITERAL_ESCAPE {
-        ESCAPE_CLASS
-    } else {
-        u16::from(CONTEXT_OF[symbol & 255])
-    };
-    len | ((symbol & 255) as u16) << 4 | class << 12
-}
+/// Literal buffer of phase one (on the stack); a run that does not fit
+/// flushes the pending sequences, and one longer than the buffer is decoded
+/// in place.
+const LITERAL_BUFFER: usize = 512;
 
 fn bad(detail: impl Into<String>) -> Error {
     Error::Codec(detail.into())
 }
 
-/// A copy phase two performs: `len` bytes to `dst` from the dictionary at
-/// `from`, or from `dst - from` in the output when `local`.
+/// A sequence phase two performs: `lit_len` literals from the literal
+/// buffer at `lit_at` to `dst - lit_len`, then `len` bytes to `dst` from
+/// the dictionary at `from`, or from `dst - from` in the output when
+/// `local`.
 #[derive(Clone, Copy, Default)]
-struct Copy {
+struct Seq {
     dst: usize,
-    len: usize,
     from: usize,
+    lit_at: u32,
+    lit_len: u32,
+    len: u32,
     local: bool,
+}
+
+/// The value of a [`Fused`] slot `e` (not 0), consuming its code and
+/// extra bits. The reader must have been refilled since the last
+/// sequence code (a slot takes at most 42 bits).
+#[inline(always)]
+fn read_fused(r: &mut BitReader<'_>, e: FusedEntry) -> u64 {
+    let v = fused_value(e, r.peek(56));
+    r.consume(e & 63);
+    v
 }
 
 impl Decoder {
@@ -126,19 +165,21 @@ impl Decoder {
         let source = tables.pop().ok_or_else(|| bad("missing table"))?;
         let match_len = tables.pop().ok_or_else(|| bad("missing table"))?;
         let lit_len = tables.pop().ok_or_else(|| bad("missing table"))?;
-        debug_assert_eq!(tables.len(), CONTEXTS);
-        let literal_table = tables
-            .iter()
-            .flat_map(|t| t.table())
-            .map(|&e| literal_entry(e))
-            .collect();
+        if tables.len() != CONTEXTS || tables.iter().any(|t| t.escape() != LITERAL_ESCAPE) {
+            return Err(bad("literal tables do not match the contexts"));
+        }
+        let match_len_fused = Fused::new(&match_len, Alphabet::MatchLen);
+        let source_fused = Fused::new(&source, Alphabet::Source);
         Ok(Decoder {
             dict: Dictionary::new(dict),
-            literals: tables,
-            literal_table,
-            lit_len,
-            match_len,
-            source,
+            literals: Literals::new(&tables),
+            lit_len: Fused::new(&lit_len, Alphabet::LiteralLen),
+            match_source: MatchSource::new(&match_len_fused, &source_fused),
+            match_len: match_len_fused,
+            source: source_fused,
+            lit_len_code: lit_len,
+            match_len_code: match_len,
+            source_code: source,
         })
     }
 
@@ -152,165 +193,333 @@ impl Decoder {
         self.dict.bytes()
     }
 
+    /// Memory held: the dictionary and the decode tables.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        let codes = [&self.lit_len_code, &self.match_len_code, &self.source_code];
+        self.dict_len()
+            + self.literals.heap_bytes()
+            + self.lit_len.heap_bytes()
+            + self.match_len.heap_bytes()
+            + self.source.heap_bytes()
+            + self.match_source.heap_bytes()
+            + codes.iter().map(|c| c.table().len() * 2).sum::<usize>()
+    }
+
     /// Replaces `out` with the record encoded in `payload`, which may not
-    /// decode to more than `max` bytes.
+    /// decode to more than `max` bytes; `out` is empty after an error.
     pub(crate) fn decode(&self, payload: &[u8], max: u64, out: &mut Vec<u8>) -> Result<()> {
-        out.clear();
+        let decoded = self.decode_into(payload, max, out);
+        if decoded.is_err() {
+            out.clear();
+        }
+        decoded
+    }
+
+    fn decode_into(&self, payload: &[u8], max: u64, out: &mut Vec<u8>) -> Result<()> {
         let dict = self.dict.bytes();
         let limit = max.min((payload.len() as u64 + 1).saturating_mul(MAX_EXPANSION)) as usize;
+        // The record is decoded into `out` as it is, grown when needed and
+        // cut to the record's length at the end: a buffer reused from
+        // record to record is zeroed only where it grows, and there is no
+        // resize per literal run or match. It is kept SLACK bytes longer
+        // than what is decoded, for the 16-byte moves of phase two.
+        let first = limit
+            .min(payload.len().saturating_mul(8).saturating_add(64))
+            .saturating_add(SLACK);
+        if out.len() < first {
+            grow(out, first)?;
+        }
         let mut r = BitReader::new(payload);
+        let mut pos = 0usize;
         let mut cursor = 0usize;
         let mut last_dist = 0usize;
         let mut ctx = usize::from(START_CONTEXT);
-        let mut pending = [Copy::default(); BATCH];
+        let mut pending = [Seq::default(); BATCH];
         let mut npending = 0;
+        let mut lit_buf = [0u8; LITERAL_BUFFER + SLACK];
+        let mut lit_used = 0usize;
         loop {
             r.refill();
-            let sym = self
-                .lit_len
-                .get(&mut r)
-                .ok_or_else(|| bad("invalid literal-length code"))?;
-            let eb = literal_len::extra_bits(sym)
-                .ok_or_else(|| bad("literal-length code out of range"))?;
-            let lits = literal_len::value(sym, r.read_wide(eb));
+            let e = self.lit_len.get(r.peek(MAX_BITS));
+            let lits = if e != 0 {
+                read_fused(&mut r, e)
+            } else {
+                let sym = self
+                    .lit_len_code
+                    .get(&mut r)
+                    .ok_or_else(|| bad("invalid literal-length code"))?;
+                let eb = literal_len::extra_bits(sym)
+                    .ok_or_else(|| bad("literal-length code out of range"))?;
+                let lits = literal_len::value(sym, r.read_wide(eb));
+                r.refill();
+                lits
+            };
             let lits = usize::try_from(lits)
                 .ok()
-                .filter(|&n| n <= limit - out.len())
+                .filter(|&n| n <= limit - pos)
                 .ok_or_else(|| bad(format!("{lits} literals overflow the record bound {limit}")))?;
-            out.try_reserve(lits)
-                .map_err(|_| bad("cannot allocate the record"))?;
-            let start = out.len();
-            out.resize(start + lits, 0);
-            let mut hexes = 0;
-            for slot in &mut out[start..] {
-                // A literal takes at most MAX_BITS + 8 bits (escaped).
-                if r.available() < MAX_BITS + 8 {
-                    r.refill();
-                }
-                let e = self.literal_table[ctx << MAX_BITS | r.peek(MAX_BITS) as usize];
-                let len = u32::from(e & 15);
-                if len == 0 {
-                    return Err(bad("invalid literal code"));
-                }
-                r.consume(len);
-                let mut class = (e >> 12) as u8;
-                let mut b = (e >> 4) as u8;
-                if u16::from(class) == ESCAPE_CLASS {
-                    let escaped = self.literals[ctx]
-                        .escaped(&mut r)
-                        .ok_or_else(|| bad("escaped literal out of range"))?;
-                    b = escaped as u8;
-                    class = CONTEXT_OF[escaped & 255];
-                }
-                *slot = b;
-                hexes = if is_hex_class(class) { hexes + 1 } else { 0 };
-                ctx = usize::from(next_context(class, hexes));
+            if lit_used + lits > LITERAL_BUFFER || npending == BATCH {
+                fill(out, self.dict.padded(), &lit_buf, &pending[..npending]);
+                npending = 0;
+                lit_used = 0;
             }
+            let mut seq = Seq {
+                dst: pos + lits,
+                lit_at: lit_used as u32,
+                lit_len: lits as u32,
+                ..Seq::default()
+            };
+            if pos + lits + SLACK > out.len() {
+                grow(
+                    out,
+                    (pos + lits + SLACK).max(out.len().saturating_mul(2).min(limit + SLACK)),
+                )?;
+            }
+            if lits <= LITERAL_BUFFER {
+                self.literals(&mut r, ctx, &mut lit_buf[lit_used..], lits)?;
+                lit_used += lits;
+            } else {
+                // Longer than the buffer (which is empty now): in place,
+                // after everything before it was written.
+                self.literals(&mut r, ctx, &mut out[pos..], lits)?;
+                seq.lit_len = 0;
+            }
+            pos += lits;
             r.refill();
-            let sym = self
-                .match_len
-                .get(&mut r)
-                .ok_or_else(|| bad("invalid match-length code"))?;
-            if sym == match_len::END {
-                break;
-            }
-            let eb =
-                match_len::extra_bits(sym).ok_or_else(|| bad("match-length code out of range"))?;
-            let len = match_len::value(sym, r.read_wide(eb));
-            if len > MAX_MATCH || len as usize > limit - out.len() {
+            let joined = self.match_source.get(r.peek(MAX_BITS));
+            let (len, e) = if joined != 0 {
+                (joined >> 32, joined as u32)
+            } else {
+                let e = self.match_len.get(r.peek(MAX_BITS));
+                let len = if e != 0 {
+                    if fused_kind(e) == KIND_END {
+                        r.consume(e & 63);
+                        pending[npending] = seq;
+                        npending += 1;
+                        break;
+                    }
+                    read_fused(&mut r, e)
+                } else {
+                    let sym = self
+                        .match_len_code
+                        .get(&mut r)
+                        .ok_or_else(|| bad("invalid match-length code"))?;
+                    if sym == match_len::END {
+                        pending[npending] = seq;
+                        npending += 1;
+                        break;
+                    }
+                    let eb = match_len::extra_bits(sym)
+                        .ok_or_else(|| bad("match-length code out of range"))?;
+                    match_len::value(sym, r.read_wide(eb))
+                };
+                r.refill();
+                (len, self.source.get(r.peek(MAX_BITS)))
+            };
+            if len > MAX_MATCH || len as usize > limit - pos {
                 return Err(bad(format!(
                     "a {len}-byte match overflows the record bound {limit}"
                 )));
             }
             let len = len as usize;
-            r.refill();
-            let sym = self
-                .source
-                .get(&mut r)
-                .ok_or_else(|| bad("invalid source code"))?;
-            let eb = source::extra_bits(sym).ok_or_else(|| bad("source code out of range"))?;
-            let dst = out.len();
-            let copy = match source::value(sym, r.read_wide(eb)) {
-                src @ (Source::Near(_) | Source::At(_)) => {
-                    let from = match src {
-                        Source::Near(delta) => {
-                            (cursor as i128 + lits as i128 + i128::from(delta)) as u128
-                        }
-                        Source::At(at) => u128::from(at),
-                        _ => u128::MAX,
-                    };
-                    let from = usize::try_from(from)
-                        .ok()
-                        .filter(|&f| f <= dict.len() && len <= dict.len() - f)
-                        .ok_or_else(|| {
-                            bad(format!(
-                                "dictionary match at {from}+{len} outside the {}-byte dictionary",
-                                dict.len()
-                            ))
-                        })?;
-                    prefetch(dict, from);
-                    prefetch(dict, from + len - 1);
-                    cursor = from + len;
-                    Copy {
-                        dst,
-                        len,
-                        from,
-                        local: false,
-                    }
-                }
-                src => {
-                    let dist = match src {
-                        Source::Local(d) => usize::try_from(d).unwrap_or(usize::MAX),
-                        _ => last_dist,
-                    };
-                    if dist == 0 || dist > dst {
-                        return Err(bad(format!(
-                            "match distance {dist} before the record start"
-                        )));
-                    }
-                    last_dist = dist;
-                    Copy {
-                        dst,
-                        len,
-                        from: dist,
-                        local: true,
-                    }
+            // `local` and `at`: the dictionary position, or the distance
+            // back into the record; computed without a branch per kind of
+            // source (which one comes next is as good as random).
+            let (local, at) = if e != 0 {
+                let v = read_fused(&mut r, e);
+                let kind = fused_kind(e);
+                let near = (cursor + lits).wrapping_add(source::near_delta(v) as usize);
+                let other = select(
+                    kind == source::Kind::LocalRepeat as u32,
+                    last_dist,
+                    v as usize,
+                );
+                let at = select(kind == source::Kind::Near as u32, near, other);
+                (kind >= source::Kind::LocalRepeat as u32, at)
+            } else {
+                let sym = self
+                    .source_code
+                    .get(&mut r)
+                    .ok_or_else(|| bad("invalid source code"))?;
+                let eb = source::extra_bits(sym).ok_or_else(|| bad("source code out of range"))?;
+                let wide = |v: u64| usize::try_from(v).unwrap_or(usize::MAX);
+                match source::value(sym, r.read_wide(eb)) {
+                    Source::Near(delta) => (
+                        false,
+                        (cursor + lits)
+                            .checked_add_signed(delta as isize)
+                            .unwrap_or(usize::MAX),
+                    ),
+                    Source::At(at) => (false, wide(at)),
+                    Source::LocalRepeat => (true, last_dist),
+                    Source::Local(d) => (true, wide(d)),
                 }
             };
-            out.try_reserve(len)
-                .map_err(|_| bad("cannot allocate the record"))?;
-            out.resize(dst + len, 0);
-            pending[npending] = copy;
+            // A Near delta below position 0 wraps to a huge position and
+            // fails like any other position outside the dictionary.
+            let local_ok = (at != 0) & (at <= pos);
+            let dict_ok = (at <= dict.len()) & (len <= dict.len().wrapping_sub(at));
+            let valid = (local & local_ok) | (!local & dict_ok);
+            if !valid {
+                return Err(bad(if local {
+                    format!("match distance {at} before the record start")
+                } else {
+                    format!(
+                        "dictionary match at {at}+{len} outside the {}-byte dictionary",
+                        dict.len()
+                    )
+                }));
+            }
+            prefetch(dict, at);
+            prefetch(dict, at + len - 1);
+            cursor = select(local, cursor, at + len);
+            last_dist = select(local, at, last_dist);
+            seq.len = len as u32;
+            seq.from = at;
+            seq.local = local;
+            pending[npending] = seq;
             npending += 1;
-            if npending == BATCH {
-                fill(out, dict, &pending);
-                npending = 0;
+            pos += len;
+            if pos + SLACK > out.len() {
+                grow(
+                    out,
+                    (pos + SLACK).max(out.len().saturating_mul(2).min(limit + SLACK)),
+                )?;
             }
             ctx = usize::from(AFTER_MATCH);
         }
-        fill(out, dict, &pending[..npending]);
+        fill(out, self.dict.padded(), &lit_buf, &pending[..npending]);
         if !r.finish() {
             return Err(bad("record bits end early or leave bytes over"));
         }
+        out.truncate(pos);
         Ok(())
+    }
+
+    /// Decodes a run of `n` literals, starting in context `ctx`, into
+    /// `buf[..n]`; `buf[n]` must exist too (it may be overwritten). Two
+    /// literals per lookup where their codes fit in [`PAIR_BITS`]
+    /// together; the last of an odd run from a pair's first half.
+    #[inline(always)]
+    fn literals(
+        &self,
+        r: &mut BitReader<'_>,
+        mut ctx: usize,
+        buf: &mut [u8],
+        n: usize,
+    ) -> Result<()> {
+        let mut i = 0;
+        while i < n {
+            if r.available() < PAIR_BITS {
+                r.refill();
+            }
+            let e = self.literals.pair(ctx, r.peek(PAIR_BITS));
+            if e == 0 {
+                let (b, next) = self.literal(r, ctx)?;
+                buf[i] = b;
+                i += 1;
+                ctx = next;
+                continue;
+            }
+            let take = if n - i >= 2 { (e >> 4 & 3) as usize } else { 1 };
+            r.consume(if take == 2 { e & 15 } else { e >> 28 });
+            // With one literal taken, the second byte is garbage that the
+            // next literal overwrites, or past the run.
+            buf[i] = (e >> 8) as u8;
+            buf[i + 1] = (e >> 16) as u8;
+            i += take;
+            // Wrong when a pair was cut to one literal, but then the run
+            // is over.
+            ctx = (e >> 24 & 15) as usize;
+        }
+        Ok(())
+    }
+
+    /// Decodes one literal in context `ctx`, escapes included; returns it
+    /// and the next context.
+    #[inline(always)]
+    fn literal(&self, r: &mut BitReader<'_>, ctx: usize) -> Result<(u8, usize)> {
+        // A literal takes at most MAX_BITS + 8 bits (escaped).
+        if r.available() < MAX_BITS + 8 {
+            r.refill();
+        }
+        let e = self.literals.single(ctx, r.peek(MAX_BITS));
+        let len = u32::from(e & 15);
+        if len == 0 {
+            return Err(bad("invalid literal code"));
+        }
+        r.consume(len);
+        let next = e >> 12;
+        if next != ESCAPE_CLASS {
+            return Ok(((e >> 4) as u8, usize::from(next)));
+        }
+        let b = huffman::read_escaped(r, LITERAL_ESCAPE)
+            .ok_or_else(|| bad("escaped literal out of range"))?;
+        Ok((b as u8, usize::from(next_ctx(ctx, CONTEXT_OF[b & 255]))))
     }
 }
 
-/// Phase two: performs `copies` in order. Their ranges were checked when
-/// they were decoded.
+/// `a` if `c`, else `b`, by masks: the sources' kinds follow each other
+/// as good as at random, and a branch on them mispredicts often.
+#[inline(always)]
+fn select(c: bool, a: usize, b: usize) -> usize {
+    let mask = usize::from(c).wrapping_neg();
+    (a & mask) | (b & !mask)
+}
+
+/// Grows `out` to `len` bytes (zeroed).
+fn grow(out: &mut Vec<u8>, len: usize) -> Result<()> {
+    out.try_reserve(len.saturating_sub(out.len()))
+        .map_err(|_| bad("cannot allocate the record"))?;
+    out.resize(len, 0);
+    Ok(())
+}
+
+/// Phase two: performs `seqs` in order, each its literals from `lits`
+/// and its match, moving 16 bytes at a time: a move past the end of a
+/// sequence writes bytes the next sequence (or the slack) overwrites, and
+/// reads bytes of the slack after the dictionary (`padded`) or the
+/// literal buffer. The ranges were checked in phase one.
 #[inline]
-fn fill(out: &mut [u8], dict: &[u8], copies: &[Copy]) {
-    for c in copies {
-        if !c.local {
-            out[c.dst..c.dst + c.len].copy_from_slice(&dict[c.from..c.from + c.len]);
-        } else if c.from >= c.len {
-            out.copy_within(c.dst - c.from..c.dst - c.from + c.len, c.dst);
+fn fill(out: &mut [u8], padded: &[u8], lits: &[u8], seqs: &[Seq]) {
+    for s in seqs {
+        let (lit_len, len) = (s.lit_len as usize, s.len as usize);
+        move16s(out, s.dst - lit_len, lits, s.lit_at as usize, lit_len);
+        if len == 0 {
+            continue;
+        }
+        if !s.local {
+            move16s(out, s.dst, padded, s.from, len);
+        } else if s.from >= 16 {
+            let mut at = s.dst;
+            while at < s.dst + len {
+                out.copy_within(at - s.from..at - s.from + 16, at);
+                at += 16;
+            }
         } else {
-            // Overlapping: a distance shorter than the length repeats the
-            // pattern, byte by byte.
-            for i in c.dst..c.dst + c.len {
-                out[i] = out[i - c.from];
+            // Closer than a move: the pattern repeats byte by byte.
+            for i in s.dst..s.dst + len {
+                out[i] = out[i - s.from];
             }
         }
+    }
+}
+
+/// Moves `len` bytes from `src[from..]` to `out[at..]` in 16-byte moves,
+/// up to 15 bytes past both ends (32 bytes at least, the common case).
+#[inline(always)]
+fn move16s(out: &mut [u8], at: usize, src: &[u8], from: usize, len: usize) {
+    #[inline(always)]
+    fn mv(out: &mut [u8], at: usize, src: &[u8], from: usize) {
+        if let (Some(d), Some(s)) = (out.get_mut(at..at + 16), src.get(from..from + 16)) {
+            d.copy_from_slice(s);
+        }
+    }
+    mv(out, at, src, from);
+    mv(out, at + 16, src, from + 16);
+    let mut done = 32;
+    while done < len {
+        mv(out, at + done, src, from + done);
+        done += 16;
     }
 }

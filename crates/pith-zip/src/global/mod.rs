@@ -44,7 +44,10 @@ mod decode;
 mod fast;
 mod matcher;
 mod parse;
+#[cfg(test)]
+mod reference;
 mod symbols;
+mod tables;
 
 use std::sync::Arc;
 
@@ -69,8 +72,6 @@ pub(crate) const MAX_DICT: usize = 1 << 30;
 pub(crate) const MAX_EXPANSION: u64 = 3 * symbols::MAX_MATCH;
 
 const MAGIC: [u8; 4] = *b"PZG1";
-/// Memory of the decode tables of an opened model.
-pub(crate) const TABLE_BYTES: usize = TABLES * (2 << huffman::MAX_BITS);
 /// Tables: literals per context, then literal lengths, match lengths, sources.
 /// Fourteen in all.
 const TABLES: usize = CONTEXTS + 3;

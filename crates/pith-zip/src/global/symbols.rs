@@ -173,6 +173,36 @@ pub(crate) mod source {
         }
     }
 
+    /// How [`value`] builds the source of `symbol` from its extra bits:
+    /// the source is `kind` applied to `base + extra`, with
+    /// [`Kind::Near`] the zigzag form of the delta and [`Kind::Local`] the
+    /// distance itself (its `+ 1` folded into `base`). For decode tables
+    /// that add the extra bits without a `match` per symbol.
+    pub(crate) fn parts(symbol: usize) -> (Kind, u64) {
+        match symbol {
+            0..AT_BASE => (Kind::Near, log_value(symbol, 0, 1)),
+            AT_BASE..LOCAL_REPEAT => (Kind::At, log_value(symbol - AT_BASE, 0, 1)),
+            LOCAL_REPEAT => (Kind::LocalRepeat, 0),
+            _ => (Kind::Local, log_value(symbol - LOCAL_BASE, 0, 1) + 1),
+        }
+    }
+
+    /// The delta of a [`Kind::Near`] source from `base + extra`.
+    #[inline]
+    pub(crate) fn near_delta(zigzagged: u64) -> i64 {
+        unzigzag(zigzagged)
+    }
+
+    /// The kinds of [`Source`], for [`parts`].
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    #[repr(u8)]
+    pub(crate) enum Kind {
+        Near = 0,
+        At = 1,
+        LocalRepeat = 2,
+        Local = 3,
+    }
+
     pub(crate) fn value(symbol: usize, extra: u64) -> Source {
         match symbol {
             0..AT_BASE => Source::Near(unzigzag(log_value(symbol, extra, 1))),
@@ -298,5 +328,30 @@ mod tests {
             }
         }
         assert_eq!(match_len::extra_bits(match_len::END), None);
+    }
+
+    #[test]
+    fn source_parts_agree_with_value() {
+        for symbol in 0..source::SYMBOLS {
+            let bits = source::extra_bits(symbol).unwrap().min(20);
+            let (kind, base) = source::parts(symbol);
+            for extra in [0, 1, (1u64 << bits) - 1]
+                .into_iter()
+                .filter(|&e| e < 1 << bits)
+            {
+                let v = base + extra;
+                let got = match kind {
+                    source::Kind::Near => Source::Near(source::near_delta(v)),
+                    source::Kind::At => Source::At(v),
+                    source::Kind::LocalRepeat => Source::LocalRepeat,
+                    source::Kind::Local => Source::Local(v),
+                };
+                assert_eq!(
+                    got,
+                    source::value(symbol, extra),
+                    "symbol {symbol} extra {extra}"
+                );
+            }
+        }
     }
 }
