@@ -153,8 +153,14 @@ class _Reader:
         self, start: Optional[_Key] = None, stop: Optional[_Key] = None, prefix: Optional[_Key] = None, reverse: bool = False
     ) -> Iterator:
         """Values only, in key order."""
-    def search(self, pattern: Union[str, bytes], limit: Optional[int] = None, include_value: bool = True) -> SearchIterator:
-        """Keys matching regex ``pattern`` (whole-key match), at most ``limit``."""
+    def search(
+        self,
+        pattern: Union[str, bytes],
+        limit: Optional[int] = None,
+        include_value: bool = True,
+        start: Optional[Union[str, bytes, bytearray]] = None,
+    ) -> SearchIterator:
+        """Keys matching regex ``pattern`` (whole-key match), from ``start`` on, at most ``limit``."""
 
 @final
 class Snapshot(_Reader):

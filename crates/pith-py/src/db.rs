@@ -18,7 +18,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyIterator, PyTuple};
 
 use crate::batch::PyBatch;
-use crate::convert::{bin_arg, pattern_arg, Bin, Expiry};
+use crate::convert::{bin_arg, opt_bin_arg, pattern_arg, Bin, Expiry};
 use crate::errors::Failure;
 use crate::handle::{Handle, IN_FEED};
 use crate::iter::{PyIter, PySearch};
@@ -367,22 +367,27 @@ impl PyDB {
     /// A lazy iterator over the keys matching regex ``pattern`` (Rust
     /// ``regex`` syntax, matched against the whole key), in key order: at
     /// most ``limit`` of them, as ``(key, value)`` tuples or, with
-    /// ``include_value=False``, keys. A pattern that does not parse raises
-    /// ``InvalidArgumentError``.
-    #[pyo3(signature = (pattern, limit = None, include_value = true))]
+    /// ``include_value=False``, keys; from key ``start`` on (inclusive)
+    /// when given, the walk starting on that key's path, so a paged search
+    /// resumes without walking the matches before it again. A pattern that
+    /// does not parse raises ``InvalidArgumentError``.
+    #[pyo3(signature = (pattern, limit = None, include_value = true, start = None))]
     fn search(
         &self,
         py: Python<'_>,
         pattern: &Bound<'_, PyAny>,
         limit: Option<usize>,
         include_value: bool,
+        start: Option<Bound<'_, PyAny>>,
     ) -> PyResult<PySearch> {
         let pattern = pattern_arg(py, pattern)?;
+        let start = opt_bin_arg(start.as_ref(), "start")?.unwrap_or_default();
         read::search(
             py,
             &self.handle,
             View::Current,
             &pattern,
+            &start,
             limit,
             include_value,
         )

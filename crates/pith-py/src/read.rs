@@ -143,20 +143,22 @@ pub(crate) fn iterator(
     Ok(PyIter::new(handle.clone(), scan, what, args.reverse))
 }
 
-/// A `pith.SearchIterator` over the keys of `view` matching `pattern`.
+/// A `pith.SearchIterator` over the keys of `view` matching `pattern`,
+/// from `start` on (inclusive).
 pub(crate) fn search(
     py: Python<'_>,
     handle: &Arc<Handle>,
     view: View<'_>,
     pattern: &str,
+    start: &[u8],
     limit: Option<usize>,
     include_value: bool,
 ) -> PyResult<PySearch> {
     let search = handle.run(py, |db| {
         view.with(db, |db, snap| {
             Ok(match snap {
-                None => db.search(pattern)?,
-                Some(s) => db.search_at(s, pattern)?,
+                None => db.search_from(pattern, start)?,
+                Some(s) => db.search_from_at(s, pattern, start)?,
             })
         })
     })?;

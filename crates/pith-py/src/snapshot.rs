@@ -16,7 +16,7 @@ use engine::Snapshot;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple};
 
-use crate::convert::pattern_arg;
+use crate::convert::{opt_bin_arg, pattern_arg};
 use crate::handle::{read, write, Handle};
 use crate::iter::{PyIter, PySearch};
 use crate::raw_iter::PyRawIter;
@@ -159,20 +159,23 @@ impl PySnapshot {
     }
 
     /// ``DB.search`` as of the snapshot.
-    #[pyo3(signature = (pattern, limit = None, include_value = true))]
+    #[pyo3(signature = (pattern, limit = None, include_value = true, start = None))]
     fn search(
         &self,
         py: Python<'_>,
         pattern: &Bound<'_, PyAny>,
         limit: Option<usize>,
         include_value: bool,
+        start: Option<Bound<'_, PyAny>>,
     ) -> PyResult<PySearch> {
         let pattern = pattern_arg(py, pattern)?;
+        let start = opt_bin_arg(start.as_ref(), "start")?.unwrap_or_default();
         reads::search(
             py,
             &self.handle,
             self.view(),
             &pattern,
+            &start,
             limit,
             include_value,
         )

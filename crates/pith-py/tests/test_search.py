@@ -29,6 +29,23 @@ def test_search_pairs_keys_and_limit(pkgs):
     assert list(pkgs.search(b"pkg/zstd")) == [(b"pkg/zstd", b"deb:zstd")]
 
 
+def test_search_resumes_from_a_start_key(pkgs):
+    everything = list(pkgs.search(r"pkg/.*", include_value=False))
+    for i, key in enumerate(everything):
+        assert list(pkgs.search(r"pkg/.*", include_value=False, start=key)) == everything[i:]
+        past = key + b"\x00"
+        assert list(pkgs.search(r"pkg/.*", include_value=False, start=past)) == everything[i + 1 :]
+    assert list(pkgs.search(r"pkg/python3.*", start="pkg/python3-o")) == [
+        (b"pkg/python3-scipy", b"deb:python3-scipy")
+    ]
+    assert list(pkgs.search(r"pkg/.*", start=b"\xff")) == []
+    snap = pkgs.snapshot()
+    pkgs["pkg/python3-zz"] = "later"
+    assert list(snap.search(r"pkg/python3-.*", include_value=False, start="pkg/python3-s")) == [b"pkg/python3-scipy"]
+    with pytest.raises(TypeError, match="start"):
+        pkgs.search(r"pkg/.*", start=1)
+
+
 def test_search_is_lazy_and_skips_deleted(pkgs):
     del pkgs["pkg/zstd"]
     it = pkgs.search(r"pkg/z.*", include_value=False)

@@ -436,8 +436,18 @@ impl DB {
 
     /// [`DB::search`] as of `snapshot`.
     pub fn search_at(&self, snapshot: &Snapshot, pattern: &str) -> Result<Search> {
+        self.search_from_at(snapshot, pattern, b"")
+    }
+
+    /// [`DB::search_from`] as of `snapshot`.
+    pub fn search_from_at(
+        &self,
+        snapshot: &Snapshot,
+        pattern: &str,
+        from: &[u8],
+    ) -> Result<Search> {
         let st = self.inner.current();
-        search_in(&st, snapshot.seq, self.inner.now(), pattern, b"")
+        search_in(&st, snapshot.seq, self.inner.now(), pattern, from)
     }
 
     /// Puts `key -> value`, with the default [`WriteOptions`] (not

@@ -169,7 +169,7 @@ fn check_search(db: &DB, snap: Option<&pith::Snapshot>, model: &Model) {
         assert!(keys.iter().eq(want.iter().map(|(k, _)| k)), "{what}: keys");
         let first: Vec<_> = search().take(2).collect::<pith::Result<_>>().expect("take");
         assert_eq!(first, want[..want.len().min(2)], "{what}: take(2)");
-        if snap.is_none() {
+        {
             // Resumed from each matching key, one past it, and half of it.
             for (k, _) in want.iter().step_by(3) {
                 for from in [
@@ -177,8 +177,11 @@ fn check_search(db: &DB, snap: Option<&pith::Snapshot>, model: &Model) {
                     [k.as_slice(), &[0]].concat(),
                     k[..k.len() / 2].to_vec(),
                 ] {
-                    let got: Vec<_> = db
-                        .search_from(pattern, &from)
+                    let resumed = match snap {
+                        None => db.search_from(pattern, &from),
+                        Some(s) => db.search_from_at(s, pattern, &from),
+                    };
+                    let got: Vec<_> = resumed
                         .expect("pattern")
                         .collect::<pith::Result<_>>()
                         .expect("search_from");
