@@ -9,8 +9,9 @@
 //!   `bits_for(distinct - 1)`) the store entry of each multi-byte label.
 //!   Real key sets repeat whole labels: on the 581,455 file paths of this
 //!   machine 740,894 labels are 138,617 distinct strings (`__init__.py`,
-//!   `.cpython-311.pyc`, `LICENSE`, ...), which is the suffix sharing a
-//!   minimal automaton such as fst gets from merging states.
+//!   `.cpython-311.pyc`, `LICENSE`, ...): the part of a minimal
+//!   automaton's suffix sharing (fst merges whole equal subtrees) that a
+//!   trie with key-rank ids can have.
 //!
 //! A store is `symbols | bases | deltas | pool (byte array)`. Its `count +
 //! 1` offsets are `offset[i] = bases[i / 64] + deltas[i]`, with `bases` a
