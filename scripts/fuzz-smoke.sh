@@ -15,6 +15,11 @@ mkdir -p fuzz/corpus/trie_open fuzz/corpus/trie_structure
 cargo run -q --release -p pith-cli -- trie build --keys data/debian-sample.jsonl.zst --out fuzz/corpus/trie_open/debian-sample.trie
 printf 'a\nab\nabc\nb\n' > /tmp/pith-fuzz-keys.txt
 cargo run -q --release -p pith-cli -- trie build --format keys --keys /tmp/pith-fuzz-keys.txt --out fuzz/corpus/trie_open/tiny.trie
+# Keys repeating whole labels, so the trie is format version 2 (shared labels).
+for d in $(seq 0 299); do
+  for n in __init__.py setup.py README.md LICENSE.txt x; do echo "lib/pkg$((d % 97))/$d/$n"; done
+done > /tmp/pith-fuzz-shared-keys.txt
+cargo run -q --release -p pith-cli -- trie build --format keys --keys /tmp/pith-fuzz-shared-keys.txt --out fuzz/corpus/trie_open/shared-labels.trie
 cp fuzz/corpus/trie_open/*.trie fuzz/corpus/trie_structure/
 mkdir -p fuzz/corpus/zip_open
 for codec in zstd-dict global; do

@@ -1,38 +1,40 @@
 //! The label store: the second and later bytes of every multi-byte edge label.
 //!
-//! Two layouts; the trie's format version says which (see `docs/format.md`):
+//! Two layouts; the trie's format version says which (see `docs/format.md`),
+//! both `symbols | ...`, the symbol table coding every label (see
+//! [`crate::symbols`]):
 //!
-//! * **inline** (version 1): `store`, one entry per multi-byte label, in
-//!   edge order;
-//! * **shared** (version 2): `store | refs`, the store holding each
-//!   distinct label once (in order of first use) and `refs` (packed, width
-//!   `bits_for(distinct - 1)`) the store entry of each multi-byte label.
-//!   Real key sets repeat whole labels: on the 581,455 file paths of this
-//!   machine 740,894 labels are 138,617 distinct strings (`__init__.py`,
-//!   `.cpython-311.pyc`, `LICENSE`, ...): the part of a minimal
-//!   automaton's suffix sharing (fst merges whole equal subtrees) that a
-//!   trie with key-rank ids can have.
-//!
-//! A store is `symbols | bases | deltas | pool (byte array)`. Its `count +
-//! 1` offsets are `offset[i] = bases[i / 64] + deltas[i]`, with `bases` a
-//! packed array of width `bits_for(pool length)` and `deltas` a packed array
-//! of width `bits_for(largest delta)`. Entry `i` is
-//! `pool[offset[i] .. offset[i + 1]]`, encoded by the symbol table (see
-//! [`crate::symbols`]).
+//! * **inline** (version 1): `symbols | bases | deltas | pool`, one label
+//!   per multi-byte edge, in edge order. The `count + 1` offsets are
+//!   `offset[i] = bases[i / 64] + deltas[i]` (`bases` of width
+//!   `bits_for(pool length)`, `deltas` of `bits_for(largest delta)`), and
+//!   label `i` is `pool[offset[i] .. offset[i + 1]]`. Sampled bases with
+//!   packed deltas rather than Elias-Fano: a label's extent is two plain
+//!   reads instead of a select, which a lookup pays at every level with a
+//!   multi-byte label, for a few more bits per label.
+//! * **shared** (version 2): `symbols | pool | refs`, the pool holding each
+//!   distinct label once (in order of first use) as an entry, a varint
+//!   length then the codes, and `refs[i]` the byte offset of label `i`'s
+//!   entry. Real key sets repeat whole labels: on the 581,455 file paths of
+//!   this machine 740,894 labels are 138,617 distinct strings
+//!   (`__init__.py`, `.cpython-311.pyc`, `LICENSE`, ...): the part of a
+//!   minimal automaton's suffix sharing (fst merges whole equal subtrees)
+//!   that a trie with key-rank ids can have. Refs hold byte offsets rather
+//!   than entry numbers: a label is then one read of the refs and one of
+//!   the pool, where entry numbers needed the offsets too (measured on the
+//!   paths: 4-9% faster lookups for 3% more bytes).
 //!
 //! [`Labels::read`] checks the parts' lengths in O(1); [`Labels::validate`]
-//! checks that the offsets start at 0, never decrease and end at the pool
-//! length, and that every ref names an entry. Queries take each slice with
-//! a checked `get`, so unvalidated offsets or refs give a wrong label,
-//! never an out-of-bounds read.
-//!
-//! Sampled bases with packed deltas rather than Elias-Fano: a label's extent
-//! is then two plain reads instead of a select, which a lookup pays at every
-//! trie level with a multi-byte label, for a few more bits per label.
+//! checks that inline offsets start at 0, never decrease and end at the
+//! pool length, or that the shared pool is whole entries and every ref an
+//! entry's start. Queries take each slice with a checked `get`, so
+//! unvalidated offsets or refs give a wrong label, never an out-of-bounds
+//! read.
 //!
 //! The builder writes both layouts and keeps the shared one only when it
-//! makes the labels at least [`SHARED_GAIN`] smaller: a ref costs one more
-//! read per label on every lookup step.
+//! makes the labels at least [`SHARED_GAIN`] smaller: a label costs two
+//! dependent reads either way, but a key set that gains little keeps the
+//! version-1 bytes it had.
 
 use std::collections::HashMap;
 
@@ -70,9 +72,7 @@ pub(crate) fn write_labels<'k>(
     }
     let (distinct, refs) = dedup(labels.clone());
     let mut shared = Vec::new();
-    write_store(&mut shared, distinct.iter().copied());
-    let width = bits_for(distinct.len().saturating_sub(1) as u64);
-    push_packed_iter(&mut shared, refs.iter().map(|&r| u64::from(r)), width);
+    write_entries(&mut shared, &distinct, &refs);
     drop((distinct, refs));
     let mut inline = Vec::new();
     write_store(&mut inline, labels);
@@ -128,6 +128,26 @@ fn dedup<'k>(labels: impl ExactSizeIterator<Item = &'k [u8]>) -> (Vec<&'k [u8]>,
     (distinct, refs)
 }
 
+/// Writes the shared layout: `distinct` labels as length-prefixed entries,
+/// and per label (`refs` into `distinct`) its entry's byte offset.
+fn write_entries(out: &mut Vec<u64>, distinct: &[&[u8]], refs: &[u32]) {
+    let table = SymbolTable::train(distinct.iter().copied());
+    let mut pool = Vec::new();
+    let mut starts = Vec::with_capacity(distinct.len());
+    let mut code = Vec::new();
+    for label in distinct {
+        starts.push(pool.len() as u64);
+        code.clear();
+        table.encode(label, &mut code);
+        pith_enc::varint::put(&mut pool, code.len() as u64);
+        pool.extend_from_slice(&code);
+    }
+    table.write(out);
+    push_bytes(out, &pool);
+    let width = bits_for(starts.last().copied().unwrap_or(0));
+    push_packed_iter(out, refs.iter().map(|&r| starts[r as usize]), width);
+}
+
 /// Encodes entries into a store.
 fn write_store<'k>(out: &mut Vec<u64>, labels: impl ExactSizeIterator<Item = &'k [u8]> + Clone) {
     let table = SymbolTable::train(labels.clone());
@@ -151,89 +171,113 @@ fn write_store<'k>(out: &mut Vec<u64>, labels: impl ExactSizeIterator<Item = &'k
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Labels<'a> {
     symbols: Symbols<'a>,
-    bases: Packed<'a>,
-    deltas: Packed<'a>,
+    index: Index<'a>,
     pool: &'a [u8],
-    /// The store entry of each label, in the shared layout.
-    refs: Option<Packed<'a>>,
     /// Byte offset of the section in the file, for error messages.
     at: usize,
+}
+
+/// Where label `i` lies in the pool.
+#[derive(Clone, Copy, Debug)]
+enum Index<'a> {
+    /// Inline: `pool[offset[i] .. offset[i + 1]]`, `offset[i] = bases[i /
+    /// 64] + deltas[i]`.
+    Offsets {
+        bases: Packed<'a>,
+        deltas: Packed<'a>,
+    },
+    /// Shared: the entry at byte `refs[i]`, a varint length then the codes.
+    Refs(Packed<'a>),
 }
 
 impl<'a> Labels<'a> {
     /// Takes a labels section of `count` labels in `layout` in O(1).
     pub(crate) fn read(r: &mut WordReader<'a>, count: usize, layout: Layout) -> Result<Self> {
-        let off = r.offset();
+        let at = r.offset();
         let symbols = Symbols::read(r)?;
-        let bases = r.packed("label offset bases")?;
-        let deltas = r.packed("label offset deltas")?;
-        let pool = r.bytes("label pool")?;
-        let entries = match layout {
-            Layout::Inline => count,
-            Layout::Shared => deltas.len().saturating_sub(1),
-        };
-        if deltas.len() != entries + 1 || bases.len() != deltas.len().div_ceil(SAMPLE) {
-            let detail = format!(
-                "label offsets hold {} entries, expected {}",
-                deltas.len(),
-                entries + 1
-            );
-            return Err(corrupt(off, detail));
-        }
-        let refs = match layout {
-            Layout::Inline => None,
-            Layout::Shared => {
-                let at = r.offset();
-                let refs = r.packed("label refs")?;
-                if refs.len() != count || refs.width() != bits_for(entries.saturating_sub(1) as u64)
-                {
-                    return Err(corrupt(
-                        at,
-                        format!(
-                            "label refs hold {} entries of {} bits, expected {count} of {}",
-                            refs.len(),
-                            refs.width(),
-                            bits_for(entries.saturating_sub(1) as u64)
-                        ),
-                    ));
+        let (index, pool) = match layout {
+            Layout::Inline => {
+                let bases = r.packed("label offset bases")?;
+                let deltas = r.packed("label offset deltas")?;
+                let pool = r.bytes("label pool")?;
+                if deltas.len() != count + 1 || bases.len() != deltas.len().div_ceil(SAMPLE) {
+                    let detail = format!(
+                        "label offsets hold {} entries, expected {}",
+                        deltas.len(),
+                        count + 1
+                    );
+                    return Err(corrupt(at, detail));
                 }
-                Some(refs)
+                (Index::Offsets { bases, deltas }, pool)
+            }
+            Layout::Shared => {
+                let pool = r.bytes("label pool")?;
+                let refs_at = r.offset();
+                let refs = r.packed("label refs")?;
+                if refs.len() != count {
+                    let detail =
+                        format!("label refs hold {} entries, expected {count}", refs.len());
+                    return Err(corrupt(refs_at, detail));
+                }
+                (Index::Refs(refs), pool)
             }
         };
         Ok(Labels {
             symbols,
-            bases,
-            deltas,
+            index,
             pool,
-            refs,
-            at: off,
+            at,
         })
     }
 
-    /// Checks what [`Labels::read`] took on trust: the offsets start at 0,
-    /// never decrease and end at the pool length.
+    /// Checks what [`Labels::read`] took on trust. Inline: the offsets
+    /// start at 0, never decrease and end at the pool length. Shared: the
+    /// pool is a sequence of whole entries, and every ref names the start
+    /// of one.
     pub(crate) fn validate(&self) -> Result<()> {
-        let mut prev = 0;
-        for i in 0..self.deltas.len() {
-            let v = self.offset(i);
-            if (i == 0 && v != 0) || v < prev {
-                return Err(corrupt(self.at, format!("label offset {i} out of order")));
+        match self.index {
+            Index::Offsets { deltas, .. } => {
+                let mut prev = 0;
+                for i in 0..deltas.len() {
+                    let v = self.offset(i);
+                    if (i == 0 && v != 0) || v < prev {
+                        return Err(corrupt(self.at, format!("label offset {i} out of order")));
+                    }
+                    prev = v;
+                }
+                if prev != self.pool.len() as u64 {
+                    return Err(corrupt(
+                        self.at,
+                        "label offsets do not end at the pool length",
+                    ));
+                }
             }
-            prev = v;
-        }
-        if prev != self.pool.len() as u64 {
-            return Err(corrupt(
-                self.at,
-                "label offsets do not end at the pool length",
-            ));
-        }
-        if let Some(refs) = self.refs {
-            let entries = self.deltas.len() - 1;
-            if let Some(i) = (0..refs.len()).find(|&i| refs.get(i) >= entries as u64) {
-                return Err(corrupt(
-                    self.at,
-                    format!("label ref {i} names no entry of the {entries} stored"),
-                ));
+            Index::Refs(refs) => {
+                let mut starts = vec![false; self.pool.len()];
+                let mut rest = self.pool;
+                while !rest.is_empty() {
+                    starts[self.pool.len() - rest.len()] = true;
+                    let entry = pith_enc::varint::get(rest)
+                        .and_then(|(len, tail)| tail.get(usize::try_from(len).ok()?..));
+                    rest = entry.ok_or_else(|| {
+                        corrupt(
+                            self.at,
+                            format!(
+                                "label entry at pool byte {} overruns the pool",
+                                self.pool.len() - rest.len()
+                            ),
+                        )
+                    })?;
+                }
+                for i in 0..refs.len() {
+                    let at = refs.get(i);
+                    if !usize::try_from(at).is_ok_and(|a| starts.get(a) == Some(&true)) {
+                        return Err(corrupt(
+                            self.at,
+                            format!("label ref {i} (pool byte {at}) is not the start of an entry"),
+                        ));
+                    }
+                }
             }
         }
         Ok(())
@@ -245,17 +289,19 @@ impl<'a> Labels<'a> {
         } else {
             0
         };
-        8 + table
-            + packed_bytes(&self.bases)
-            + packed_bytes(&self.deltas)
-            + 8
-            + self.pool.len().div_ceil(8) * 8
-            + self.refs_bytes()
+        let index = match &self.index {
+            Index::Offsets { bases, deltas } => packed_bytes(bases) + packed_bytes(deltas),
+            Index::Refs(refs) => packed_bytes(refs),
+        };
+        8 + table + index + 8 + self.pool.len().div_ceil(8) * 8
     }
 
     /// Bytes of the refs (0 in the inline layout).
     pub(crate) fn refs_bytes(&self) -> usize {
-        self.refs.as_ref().map_or(0, packed_bytes)
+        match &self.index {
+            Index::Offsets { .. } => 0,
+            Index::Refs(refs) => packed_bytes(refs),
+        }
     }
 
     pub(crate) fn symbols(&self) -> Symbols<'a> {
@@ -266,27 +312,37 @@ impl<'a> Labels<'a> {
         self.pool.len()
     }
 
+    /// Offset `i` of the inline layout (0 in the shared one).
     #[inline(always)]
     fn offset(&self, i: usize) -> u64 {
-        self.bases.get(i / SAMPLE).wrapping_add(self.deltas.get(i))
+        match self.index {
+            Index::Offsets { bases, deltas } => bases.get(i / SAMPLE).wrapping_add(deltas.get(i)),
+            Index::Refs(_) => 0,
+        }
     }
 
-    /// The encoded label `i`; empty for `i` past the last label or offsets
-    /// that do not delimit a slice of the pool (bytes not yet validated).
+    /// The encoded label `i`; empty for `i` past the last label, or offsets
+    /// or refs that do not delimit a slice of the pool (bytes not yet
+    /// validated).
     #[inline(always)]
     fn code(&self, i: usize) -> &'a [u8] {
-        let i = match self.refs {
-            None => i,
-            Some(refs) => match refs.try_get(i) {
-                Some(entry) => entry as usize,
-                None => return &[],
-            },
-        };
-        if i + 1 >= self.deltas.len() {
-            return &[];
+        match self.index {
+            Index::Offsets { deltas, .. } => {
+                if i + 1 >= deltas.len() {
+                    return &[];
+                }
+                let (a, b) = (self.offset(i), self.offset(i + 1));
+                self.pool.get(a as usize..b as usize).unwrap_or(&[])
+            }
+            Index::Refs(refs) => {
+                let entry = refs
+                    .try_get(i)
+                    .and_then(|at| self.pool.get(usize::try_from(at).ok()?..))
+                    .and_then(pith_enc::varint::get)
+                    .and_then(|(len, tail)| tail.get(..usize::try_from(len).ok()?));
+                entry.unwrap_or(&[])
+            }
         }
-        let (a, b) = (self.offset(i), self.offset(i + 1));
-        self.pool.get(a as usize..b as usize).unwrap_or(&[])
     }
 
     /// Appends label `i` to `out`.
