@@ -393,7 +393,8 @@ impl PyDB {
         )
     }
 
-    /// Live keys, counted exactly by walking them (no value is decoded).
+    /// Live keys, counted exactly: from the one segment of a settled
+    /// database, otherwise by walking them (no value is decoded).
     fn count_keys(&self, py: Python<'_>) -> PyResult<u64> {
         self.handle.run(py, |db| Ok(db.count_keys()?))
     }
