@@ -501,9 +501,9 @@ impl<'a> Trie<'a> {
     }
 
     /// [`Trie::child_edges`], also returning the child node, given the
-    /// last child node `prev.0` entered and its edges' end `prev.1`: when
-    /// the node below `e` is the next one, its edges start at `prev.1` and
-    /// the select is skipped.
+    /// last child node `prev.0` entered and its edges' end `prev.1` (`(0,
+    /// 0)`: none): when the node below `e` is the next one, its edges start
+    /// at `prev.1` and the select is skipped.
     #[inline(always)]
     pub(crate) fn child_edges_after(
         &self,
@@ -528,11 +528,7 @@ impl<'a> Trie<'a> {
     /// bytes not validated (where a child range could point back up).
     #[inline(always)]
     pub(crate) fn child_edges(&self, e: usize) -> Option<(usize, usize)> {
-        if !self.edges.bit(HAS_CHILD, e) {
-            return None;
-        }
-        let (s, t) = self.children(self.child_node(e));
-        (s > e && s < t).then_some((s, t))
+        self.child_edges_after(e, (0, 0)).map(|(_, s, t)| (s, t))
     }
 
     /// Key `id`, or `None` if `id >= len()`.
