@@ -190,6 +190,12 @@ enum Index<'a> {
     Refs(Packed<'a>),
 }
 
+/// Offset `i` of the inline layout.
+#[inline(always)]
+fn offset(bases: Packed<'_>, deltas: Packed<'_>, i: usize) -> u64 {
+    bases.get(i / SAMPLE).wrapping_add(deltas.get(i))
+}
+
 impl<'a> Labels<'a> {
     /// Takes a labels section of `count` labels in `layout` in O(1).
     pub(crate) fn read(r: &mut WordReader<'a>, count: usize, layout: Layout) -> Result<Self> {
@@ -236,10 +242,10 @@ impl<'a> Labels<'a> {
     /// of one.
     pub(crate) fn validate(&self) -> Result<()> {
         match self.index {
-            Index::Offsets { deltas, .. } => {
+            Index::Offsets { bases, deltas } => {
                 let mut prev = 0;
                 for i in 0..deltas.len() {
-                    let v = self.offset(i);
+                    let v = offset(bases, deltas, i);
                     if (i == 0 && v != 0) || v < prev {
                         return Err(corrupt(self.at, format!("label offset {i} out of order")));
                     }
@@ -312,26 +318,17 @@ impl<'a> Labels<'a> {
         self.pool.len()
     }
 
-    /// Offset `i` of the inline layout (0 in the shared one).
-    #[inline(always)]
-    fn offset(&self, i: usize) -> u64 {
-        match self.index {
-            Index::Offsets { bases, deltas } => bases.get(i / SAMPLE).wrapping_add(deltas.get(i)),
-            Index::Refs(_) => 0,
-        }
-    }
-
     /// The encoded label `i`; empty for `i` past the last label, or offsets
     /// or refs that do not delimit a slice of the pool (bytes not yet
     /// validated).
     #[inline(always)]
     fn code(&self, i: usize) -> &'a [u8] {
         match self.index {
-            Index::Offsets { deltas, .. } => {
+            Index::Offsets { bases, deltas } => {
                 if i + 1 >= deltas.len() {
                     return &[];
                 }
-                let (a, b) = (self.offset(i), self.offset(i + 1));
+                let (a, b) = (offset(bases, deltas, i), offset(bases, deltas, i + 1));
                 self.pool.get(a as usize..b as usize).unwrap_or(&[])
             }
             Index::Refs(refs) => {
