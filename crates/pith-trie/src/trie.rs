@@ -96,7 +96,6 @@ pub struct Trie<'a> {
     pub(crate) edges: Edges<'a>,
     pub(crate) labels: Labels<'a>,
     pub(crate) perm: Perm<'a>,
-    pub(crate) size: usize,
     header: Header,
     body: &'a [u8],
     root: Box<RootIndex>,
@@ -168,7 +167,6 @@ impl<'a> Trie<'a> {
             edges,
             labels,
             perm,
-            size: bytes.len(),
             header: h,
             body,
             root: Box::new(RootIndex {
@@ -349,7 +347,7 @@ impl<'a> Trie<'a> {
     /// Sizes of the parts.
     pub fn size_report(&self) -> SizeReport {
         SizeReport {
-            total: self.size,
+            total: HEADER_BYTES + self.body.len(),
             edges_bytes: self.edges.size_bytes(),
             labels: self.labels.size_bytes(),
             label_pool: self.labels.pool_bytes(),
