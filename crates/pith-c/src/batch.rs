@@ -27,7 +27,7 @@ impl leveldb_writebatch_t {
         self.batch
             .iter()
             .map(|op| match op {
-                engine::BatchOp::Put { key, .. } | engine::BatchOp::Delete { key } => key,
+                engine::BatchOp::Put { key, .. } | engine::BatchOp::Delete { key, .. } => key,
             })
             .collect()
     }
@@ -142,7 +142,7 @@ pub unsafe extern "C" fn leveldb_writebatch_iterate(
                     )
                 },
                 // SAFETY: as above.
-                (engine::BatchOp::Delete { key: k }, _, Some(f)) => unsafe {
+                (engine::BatchOp::Delete { key: k, .. }, _, Some(f)) => unsafe {
                     f(state, k.as_ptr().cast(), k.len())
                 },
                 _ => {}

@@ -3,9 +3,12 @@
 //! long merge (writers stall on frozen memtables only while flushing is
 //! behind, not while a merge runs).
 //!
-//! Both change the segment list only through `Inner::apply`, which
-//! serializes edits under the manifest lock. A flush appends its segment
-//! after every other; a merge replaces a window of adjacent segments,
+//! Both change the segment lists only through `Inner::apply`, which
+//! serializes edits under the manifest lock. A flush builds the oldest
+//! frozen generation, one segment per column family that has entries in
+//! it, and installs them in one edit, each after every other segment of
+//! its family; a merge replaces a window of adjacent segments of one
+//! family,
 //! which stays adjacent while flushes (and bulk loads) append behind it,
 //! so the window a merge picked is still the one it replaces. Only the
 //! merge thread merges, so windows never overlap. Bulk loads exclude
@@ -13,7 +16,9 @@
 //!
 //! # Merge policy
 //!
-//! While there are more than `merge_trigger` segments, merge the window of
+//! Each family is merged on its own, by the same policy; a full
+//! compaction merges each family in turn. While a family has more than
+//! `merge_trigger` segments, merge the window of
 //! `min(count - merge_trigger + 1, max_merge_width)` adjacent segments
 //! whose total size is smallest. Adjacent, so the merged segment takes its
 //! inputs' place and sequence ranges stay ordered (a point read stops at
@@ -38,20 +43,20 @@ use std::ops::Range;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use crate::core::{lock, Edit, Inner, State};
+use crate::core::{lock, Edit, Inner, State, Tree};
 use crate::error::{Error, Result};
 use crate::memtable::Memtable;
 use crate::merge::{MemSource, MergeSource};
 use crate::options::Options;
-use crate::segment::Segment;
 use crate::training;
 
 enum Job {
-    Flush(Arc<Memtable>),
-    /// Train the first model from the live memtable.
-    TrainEarly(Arc<Memtable>),
-    /// A window; for a full compaction, the request count it satisfies.
-    Merge(Range<usize>, Option<u64>),
+    /// The oldest frozen generation: each family's memtable of it.
+    Flush(Vec<(u32, Arc<Memtable>)>),
+    /// Train a family's first model from its live memtable.
+    TrainEarly(u32, Arc<Memtable>),
+    /// A window of a family's segments.
+    Merge(u32, Range<usize>),
 }
 
 /// Picks the window to merge, if any.
@@ -67,10 +72,17 @@ pub(crate) fn pick_merge(sizes: &[u64], trigger: usize, width: usize) -> Option<
         .map(|i| i..i + m)
 }
 
-/// The window the merge policy would merge now in `st`, if any.
-pub(crate) fn merge_due(st: &State, o: &Options) -> Option<Range<usize>> {
-    let sizes: Vec<u64> = st.segments.iter().map(|s| s.file_bytes()).collect();
+/// The window the merge policy would merge now in `t`, if any.
+pub(crate) fn merge_due(t: &Tree, o: &Options) -> Option<Range<usize>> {
+    let sizes: Vec<u64> = t.segments.iter().map(|s| s.file_bytes()).collect();
     pick_merge(&sizes, o.merge_trigger, o.max_merge_width)
+}
+
+/// The first family with a merge due, and the window.
+pub(crate) fn any_merge_due(st: &State, o: &Options) -> Option<(u32, Range<usize>)> {
+    st.trees
+        .iter()
+        .find_map(|t| merge_due(t, o).map(|w| (t.id, w)))
 }
 
 /// True when a full compaction would only rewrite what is there: one
@@ -78,9 +90,9 @@ pub(crate) fn merge_due(st: &State, o: &Options) -> Option<Range<usize>> {
 /// (so a merge would copy them). RocksDB's `CompactRange` leaves its
 /// bottommost level alone in the same way by default. Without shared
 /// models a merge may re-encode with the merge codec, so it runs.
-fn is_compacted(st: &State, o: &Options) -> bool {
-    let current = st.model.as_ref().map(|m| m.number);
-    match st.segments.as_slice() {
+fn is_compacted(t: &Tree, o: &Options) -> bool {
+    let current = t.model.as_ref().map(|m| m.number);
+    match t.segments.as_slice() {
         [only] => {
             o.shared_models
                 && only.has_nothing_to_drop()
@@ -107,37 +119,50 @@ fn next_job(inner: &Inner, role: Role) -> Option<Job> {
             return None;
         }
         if bg.error.is_none() {
+            let o = &inner.options;
             let job = inner.with_state(|st| match role {
-                Role::Flush => st
-                    .frozen
-                    .first()
-                    .map(|m| Job::Flush(m.clone()))
-                    .or_else(|| {
-                        training::early_training_due(st, &bg, &inner.options)
-                            .then(|| Job::TrainEarly(st.mem.clone()))
-                    }),
+                Role::Flush => st.oldest_generation().map(Job::Flush).or_else(|| {
+                    st.trees.iter().find_map(|t| {
+                        training::early_training_due(t, &bg, o)
+                            .then(|| Job::TrainEarly(t.id, t.mem.clone()))
+                    })
+                }),
                 Role::Merge if bg.compactions_requested > bg.compactions_done => {
-                    if st.segments.is_empty() || is_compacted(st, &inner.options) {
-                        None
-                    } else {
-                        Some(Job::Merge(
-                            0..st.segments.len(),
-                            Some(bg.compactions_requested),
-                        ))
+                    let request = bg.compactions_requested;
+                    let (_, left) = bg.compaction.get_or_insert_with(|| {
+                        let ids = st.trees.iter().map(|t| t.id).collect();
+                        (request, ids)
+                    });
+                    // The next family that a merge would change (a family
+                    // dropped meanwhile is skipped).
+                    let mut job = None;
+                    while let Some(id) = left.pop_front() {
+                        match st.tree(id) {
+                            Some(t) if !t.segments.is_empty() && !is_compacted(t, o) => {
+                                job = Some(Job::Merge(id, 0..t.segments.len()));
+                                break;
+                            }
+                            _ => {}
+                        }
                     }
+                    job
                 }
-                Role::Merge => merge_due(st, &inner.options).map(|w| Job::Merge(w, None)),
+                Role::Merge => any_merge_due(st, o).map(|(id, w)| Job::Merge(id, w)),
             });
-            if let Some(Job::TrainEarly(mem)) = &job {
-                bg.trained_early_from = Some(mem.oldest_log());
+            if let Some(Job::TrainEarly(id, mem)) = &job {
+                bg.trained_early_from.insert(*id, mem.oldest_log());
             }
             if job.is_some() {
                 return job;
             }
             if role == Role::Merge && bg.compactions_requested > bg.compactions_done {
-                // Nothing to compact: the request is done.
-                bg.compactions_done = bg.compactions_requested;
+                // Every family is merged: the requests made before the
+                // compaction started are done.
+                if let Some((request, _)) = bg.compaction.take() {
+                    bg.compactions_done = bg.compactions_done.max(request);
+                }
                 inner.bg_cv.notify_all();
+                continue;
             }
         }
         bg = inner.bg_cv.wait(bg).unwrap_or_else(|p| p.into_inner());
@@ -148,15 +173,9 @@ fn next_job(inner: &Inner, role: Role) -> Option<Job> {
 pub(crate) fn run(inner: &Inner, role: Role) {
     while let Some(job) = next_job(inner, role) {
         let result = std::panic::catch_unwind(AssertUnwindSafe(|| match job {
-            Job::Flush(mem) => flush(inner, &mem),
-            Job::TrainEarly(mem) => training::train_early(inner, &mem),
-            Job::Merge(window, full) => merge(inner, window).map(|()| {
-                // Only the requests made before this merge started are done.
-                if let Some(requested) = full {
-                    let mut bg = lock(&inner.bg);
-                    bg.compactions_done = bg.compactions_done.max(requested);
-                }
-            }),
+            Job::Flush(generation) => flush(inner, &generation),
+            Job::TrainEarly(id, mem) => training::train_early(inner, id, &mem),
+            Job::Merge(id, window) => merge(inner, id, window),
         }));
         let result = result.unwrap_or_else(|panic| {
             let what = panic
@@ -175,9 +194,10 @@ pub(crate) fn run(inner: &Inner, role: Role) {
     }
 }
 
-/// Builds the oldest frozen memtable and installs the segment (which
-/// removes the logs it no longer needs).
-fn flush(inner: &Inner, mem: &Arc<Memtable>) -> Result<()> {
+/// Builds the oldest frozen generation, a segment per family with
+/// entries, and installs them in one edit (which removes the logs it no
+/// longer needs).
+fn flush(inner: &Inner, generation: &[(u32, Arc<Memtable>)]) -> Result<()> {
     #[cfg(test)]
     if tests::PANIC_IN_FLUSH_OF
         .lock()
@@ -185,43 +205,57 @@ fn flush(inner: &Inner, mem: &Arc<Memtable>) -> Result<()> {
     {
         panic!("test hook: a flush that panics");
     }
-    let bottommost = inner.current().segments.is_empty();
     let snapshots = inner.snapshot_list();
-    let source = MemSource::new(mem, &snapshots, bottommost, inner.now());
-    let coding = training::coding_for(inner, &source)?;
-    // Without a model, a small memtable gets a proportionally small
-    // training sample: dictionary training needs several times its sample
-    // in memory, which must not dwarf the memtable it builds.
-    let mut zip = inner.options.flush_zip.clone();
-    zip.sample_bytes = zip
-        .sample_bytes
-        .min(inner.options.memtable_bytes / 4)
-        .max(64 << 10);
-    let segment = inner.build_segment(&source, &zip, coding.model.as_ref())?;
-    inner.apply(Edit {
-        added: segment,
-        flushed: Some(mem.clone()),
-        last_seq: mem.max_seq(),
-        model: coding.model.filter(|_| coding.trained),
-        ..Edit::default()
-    })
+    let mut edit = Edit::default();
+    for (id, mem) in generation {
+        edit.flushed.push(mem.clone());
+        edit.last_seq = edit.last_seq.max(mem.max_seq());
+        if mem.is_empty() {
+            continue;
+        }
+        let bottommost = inner.with_state(|st| st.tree(*id).is_none_or(|t| t.segments.is_empty()));
+        let source = MemSource::new(mem, &snapshots, bottommost, inner.now());
+        let coding = training::coding_for(inner, *id, &source)?;
+        // Without a model, a small memtable gets a proportionally small
+        // training sample: dictionary training needs several times its
+        // sample in memory, which must not dwarf the memtable it builds.
+        let mut zip = inner.options.flush_zip.clone();
+        zip.sample_bytes = zip
+            .sample_bytes
+            .min(inner.options.memtable_bytes / 4)
+            .max(64 << 10);
+        let segment = inner.build_segment(&source, &zip, coding.model.as_ref())?;
+        edit.added.extend(segment.map(|s| (*id, s)));
+        if coding.trained {
+            edit.models.extend(coding.model.map(|m| (*id, m)));
+        }
+    }
+    inner.apply(edit)
 }
 
-/// Merges the segments in `window` (indexes into the current list).
-fn merge(inner: &Inner, window: Range<usize>) -> Result<()> {
+/// Merges the segments in `window` (indexes into family `id`'s current
+/// list).
+fn merge(inner: &Inner, id: u32, window: Range<usize>) -> Result<()> {
     let st = inner.current();
-    let inputs: Vec<Arc<Segment>> = st.segments[window.clone()].to_vec();
+    let Some(t) = st.tree(id) else {
+        return Ok(()); // dropped meanwhile
+    };
+    let Some(inputs) = t.segments.get(window.clone()).map(<[_]>::to_vec) else {
+        return Err(Error::Internal(format!(
+            "merge window {window:?} is past family {id}'s segments"
+        )));
+    };
     let bottommost = window.start == 0;
     let replaces = inputs.iter().map(|s| s.number).collect();
     let source = MergeSource::new(inputs, inner.snapshot_list(), bottommost, inner.now());
-    let model = st.model.clone();
+    let model = t.model.clone();
     drop(st);
     let output = inner.build_segment(&source, &inner.options.merge_zip, model.as_ref())?;
     // The inputs are let go before the edit, so the edit's end (where the
     // last reference to them usually goes) removes their files.
     drop(source);
     inner.apply(Edit {
-        added: output,
+        added: output.map(|s| (id, s)).into_iter().collect(),
         replaces,
         ..Edit::default()
     })

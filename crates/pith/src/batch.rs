@@ -8,12 +8,16 @@
 //! op: 0 | key_len varint | key                                          a delete
 //!     1 | key_len varint | key | value_len varint | value                 a put
 //!     2 | key_len varint | key | deadline u64 | value_len varint | value  a put that expires
+//!     3 | family varint | op (0, 1 or 2)                                 an op in a column family
 //! ```
 //!
 //! The first byte of an operation says what it is: 1 is a put, 2 a put
 //! with a deadline (milliseconds since the Unix epoch, little-endian; see
-//! `clock.rs`), 0 a delete. Logs written before expiry existed hold no 2,
-//! so they read unchanged. The
+//! `clock.rs`), 0 a delete, each in the default family; 3 puts the
+//! operation that follows in column family `family` (never 0, at most
+//! `u32::MAX`). Logs written before expiry or families existed hold no 2
+//! or 3, and a batch of the default family only is written as before, so
+//! they read unchanged. The
 //! batch's operations get sequence numbers `seq, seq + 1, ...` in order, so
 //! a later operation on the same key wins. Parsing never panics: malformed
 //! bytes give `None` from [`parse`].
@@ -21,17 +25,25 @@
 use pith_enc::{le, varint};
 
 use crate::dbformat::{Kind, NO_DEADLINE};
+use crate::family::{ColumnFamily, DEFAULT};
 
 pub(crate) const HEADER: usize = 12;
 
 /// The first byte of a put with a deadline in the log.
 const PUT_EXPIRING: u8 = 2;
+/// The first byte of an operation in a column family other than the
+/// default.
+const IN_FAMILY: u8 = 3;
 
-/// A group of writes applied atomically by [`crate::DB::write`].
+/// A group of writes applied atomically by [`crate::DB::write`], in one
+/// column family or several.
 #[derive(Clone, Debug)]
 pub struct WriteBatch {
     rep: Vec<u8>,
     count: u32,
+    /// The families other than the default that operations are in, each
+    /// once (for the write path's check, and its error's name).
+    families: Vec<ColumnFamily>,
 }
 
 impl Default for WriteBatch {
@@ -46,15 +58,47 @@ impl WriteBatch {
         WriteBatch {
             rep: vec![0; HEADER],
             count: 0,
+            families: Vec::new(),
         }
     }
 
     /// Adds a put of `value` under `key`.
     pub fn put(&mut self, key: impl AsRef<[u8]>, value: impl AsRef<[u8]>) -> &mut Self {
-        let (key, value) = (key.as_ref(), value.as_ref());
-        self.rep.push(Kind::Put as u8);
+        self.push_put(DEFAULT, key.as_ref(), value.as_ref())
+    }
+
+    /// Adds a put of `value` under `key` in column family `cf`.
+    pub fn put_cf(
+        &mut self,
+        cf: &ColumnFamily,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) -> &mut Self {
+        self.note(cf);
+        self.push_put(cf.id, key.as_ref(), value.as_ref())
+    }
+
+    /// Remembers that an operation is in `cf`.
+    fn note(&mut self, cf: &ColumnFamily) {
+        if cf.id != DEFAULT && !self.families.iter().any(|f| f.id == cf.id) {
+            self.families.push(cf.clone());
+        }
+    }
+
+    /// Starts an operation of `kind` in `family`: its first bytes, and
+    /// the key.
+    fn start(&mut self, family: u32, kind: u8, key: &[u8]) {
+        if family != DEFAULT {
+            self.rep.push(IN_FAMILY);
+            varint::put(&mut self.rep, u64::from(family));
+        }
+        self.rep.push(kind);
         varint::put(&mut self.rep, key.len() as u64);
         self.rep.extend_from_slice(key);
+    }
+
+    fn push_put(&mut self, family: u32, key: &[u8], value: &[u8]) -> &mut Self {
+        self.start(family, Kind::Put as u8, key);
         varint::put(&mut self.rep, value.len() as u64);
         self.rep.extend_from_slice(value);
         self.bump();
@@ -72,15 +116,34 @@ impl WriteBatch {
         value: impl AsRef<[u8]>,
         deadline_ms: u64,
     ) -> &mut Self {
-        let (key, value) = (key.as_ref(), value.as_ref());
+        self.push_put_expiring(DEFAULT, key.as_ref(), value.as_ref(), deadline_ms)
+    }
+
+    /// [`WriteBatch::put_expiring`] in column family `cf`.
+    pub fn put_expiring_cf(
+        &mut self,
+        cf: &ColumnFamily,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+        deadline_ms: u64,
+    ) -> &mut Self {
+        self.note(cf);
+        self.push_put_expiring(cf.id, key.as_ref(), value.as_ref(), deadline_ms)
+    }
+
+    fn push_put_expiring(
+        &mut self,
+        family: u32,
+        key: &[u8],
+        value: &[u8],
+        deadline_ms: u64,
+    ) -> &mut Self {
         // u64::MAX is the engine's "no deadline"; a deadline that far away
         // means the same.
         if deadline_ms == NO_DEADLINE {
-            return self.put(key, value);
+            return self.push_put(family, key, value);
         }
-        self.rep.push(PUT_EXPIRING);
-        varint::put(&mut self.rep, key.len() as u64);
-        self.rep.extend_from_slice(key);
+        self.start(family, PUT_EXPIRING, key);
         self.rep.extend_from_slice(&deadline_ms.to_le_bytes());
         varint::put(&mut self.rep, value.len() as u64);
         self.rep.extend_from_slice(value);
@@ -90,10 +153,17 @@ impl WriteBatch {
 
     /// Adds a delete of `key`.
     pub fn delete(&mut self, key: impl AsRef<[u8]>) -> &mut Self {
-        let key = key.as_ref();
-        self.rep.push(Kind::Delete as u8);
-        varint::put(&mut self.rep, key.len() as u64);
-        self.rep.extend_from_slice(key);
+        self.push_delete(DEFAULT, key.as_ref())
+    }
+
+    /// Adds a delete of `key` in column family `cf`.
+    pub fn delete_cf(&mut self, cf: &ColumnFamily, key: impl AsRef<[u8]>) -> &mut Self {
+        self.note(cf);
+        self.push_delete(cf.id, key.as_ref())
+    }
+
+    fn push_delete(&mut self, family: u32, key: &[u8]) -> &mut Self {
+        self.start(family, Kind::Delete as u8, key);
         self.bump();
         self
     }
@@ -108,6 +178,9 @@ impl WriteBatch {
     pub fn append(&mut self, other: &WriteBatch) -> &mut Self {
         self.rep.extend_from_slice(&other.rep[HEADER..]);
         self.count += other.count;
+        for cf in &other.families {
+            self.note(cf);
+        }
         self.rep[8..12].copy_from_slice(&self.count.to_le_bytes());
         self
     }
@@ -117,12 +190,22 @@ impl WriteBatch {
     pub fn iter(&self) -> impl Iterator<Item = BatchOp<'_>> + '_ {
         self.ops().map(|op| match op.kind {
             Kind::Put => BatchOp::Put {
+                family: op.family,
                 key: op.key,
                 value: op.value,
                 deadline: (op.deadline != NO_DEADLINE).then_some(op.deadline),
             },
-            Kind::Delete => BatchOp::Delete { key: op.key },
+            Kind::Delete => BatchOp::Delete {
+                family: op.family,
+                key: op.key,
+            },
         })
+    }
+
+    /// The column families the operations are in, other than the
+    /// default, each once, in the order first used.
+    pub(crate) fn families(&self) -> &[ColumnFamily] {
+        &self.families
     }
 
     /// Number of operations.
@@ -140,6 +223,7 @@ impl WriteBatch {
         self.rep.truncate(HEADER);
         self.rep.fill(0);
         self.count = 0;
+        self.families.clear();
     }
 
     /// Encoded size in bytes (what the log will store).
@@ -168,6 +252,8 @@ pub enum BatchOp<'a> {
     /// A put of `value` under `key`, expiring at `deadline` (milliseconds
     /// since the Unix epoch) if it has one.
     Put {
+        /// The column family's id (0: the default family).
+        family: u32,
         /// The key.
         key: &'a [u8],
         /// The value.
@@ -177,6 +263,8 @@ pub enum BatchOp<'a> {
     },
     /// A delete of `key`.
     Delete {
+        /// The column family's id (0: the default family).
+        family: u32,
         /// The key.
         key: &'a [u8],
     },
@@ -184,6 +272,8 @@ pub enum BatchOp<'a> {
 
 /// One operation of a batch.
 pub(crate) struct Op<'a> {
+    /// The column family's id.
+    pub family: u32,
     pub kind: Kind,
     pub key: &'a [u8],
     pub value: &'a [u8],
@@ -206,6 +296,15 @@ impl<'a> Iterator for Ops<'a> {
             return None;
         }
         let (&k, rest) = self.rest.split_first()?;
+        let (family, k, rest) = match k {
+            IN_FAMILY => {
+                let (family, rest) = varint::get(rest)?;
+                let family = u32::try_from(family).ok().filter(|&f| f != DEFAULT)?;
+                let (&k, rest) = rest.split_first()?;
+                (family, k, rest)
+            }
+            k => (DEFAULT, k, rest),
+        };
         let (key, rest) = take_prefixed(rest)?;
         let (kind, deadline, rest) = match k {
             PUT_EXPIRING => {
@@ -221,6 +320,7 @@ impl<'a> Iterator for Ops<'a> {
         self.rest = rest;
         self.left -= 1;
         Some(Op {
+            family,
             kind,
             key,
             value,
@@ -314,12 +414,17 @@ mod tests {
             ops,
             vec![
                 BatchOp::Put {
+                    family: 0,
                     key: b"k",
                     value: b"1",
                     deadline: None
                 },
-                BatchOp::Delete { key: b"d" },
+                BatchOp::Delete {
+                    family: 0,
+                    key: b"d"
+                },
                 BatchOp::Put {
+                    family: 0,
                     key: b"k",
                     value: b"2",
                     deadline: Some(99)
@@ -329,6 +434,57 @@ mod tests {
         assert_eq!(a.len(), 3);
         let bytes = a.encode_with_seq(5).to_vec();
         assert_eq!(parse(&bytes).map(|p| p.ops.len()), Some(3));
+    }
+
+    #[test]
+    fn operations_in_families_carry_their_family_and_default_ones_cost_nothing() {
+        let rows = ColumnFamily::new(1, "rows".into());
+        let index = ColumnFamily::new(300, "index".into());
+        let mut plain = WriteBatch::new();
+        plain.put("k", "v").delete("d");
+        assert!(plain.families().is_empty());
+        let mut b = WriteBatch::new();
+        b.put("k", "v")
+            .put_cf(&rows, "r", "1")
+            .delete_cf(&index, "i")
+            .put_expiring_cf(&rows, "e", "2", 77);
+        let ids = |b: &WriteBatch| b.families().iter().map(|f| f.id).collect::<Vec<_>>();
+        assert_eq!(ids(&b), vec![1, 300]);
+        let bytes = b.encode_with_seq(9).to_vec();
+        // The default family's put is as before; the others start with 3
+        // and the family's varint.
+        assert_eq!(&bytes[HEADER..HEADER + 5], &[1, 1, b'k', 1, b'v']);
+        assert_eq!(&bytes[HEADER + 5..HEADER + 8], &[3, 1, 1]);
+        let p = parse(&bytes).expect("parses");
+        let got: Vec<(u32, Kind, &[u8], u64)> = p
+            .ops
+            .iter()
+            .map(|o| (o.family, o.kind, o.key, o.deadline))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, Kind::Put, &b"k"[..], NO_DEADLINE),
+                (1, Kind::Put, &b"r"[..], NO_DEADLINE),
+                (300, Kind::Delete, &b"i"[..], NO_DEADLINE),
+                (1, Kind::Put, &b"e"[..], 77),
+            ]
+        );
+        let mut appended = plain.clone();
+        appended.append(&b);
+        assert_eq!(ids(&appended), vec![1, 300]);
+        // Family 0 spelled out, a family past u32, and a nested prefix are
+        // malformed.
+        for bad in [
+            &[3u8, 0, 1, 1, b'k', 0][..],
+            &[3, 0x80, 0x80, 0x80, 0x80, 0x10, 0, 1, b'k'],
+            &[3, 1, 3, 1, 0, 1, b'k'],
+        ] {
+            let mut payload = vec![0u8; HEADER];
+            payload[8] = 1;
+            payload.extend_from_slice(bad);
+            assert!(parse(&payload).is_none(), "{bad:?}");
+        }
     }
 
     #[test]

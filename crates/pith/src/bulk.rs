@@ -60,8 +60,9 @@ pub struct BulkStats {
     pub segments: u64,
 }
 
-/// Loads `records`; see the module documentation and `DB::try_bulk_load`.
-pub(crate) fn load<I, K, V, E>(inner: &Inner, records: I) -> Result<BulkStats, E>
+/// Loads `records` into family `family`; see the module documentation and
+/// `DB::try_bulk_load`.
+pub(crate) fn load<I, K, V, E>(inner: &Inner, family: u32, records: I) -> Result<BulkStats, E>
 where
     I: IntoIterator<Item = Result<(K, V), E>>,
     K: AsRef<[u8]>,
@@ -70,10 +71,16 @@ where
 {
     let _role = inner.writer_role();
     inner.check_writable()?;
-    if !inner.current().mem.is_empty() {
+    if inner.with_state(|st| st.tree(family).is_none()) {
+        return Err(Error::NoSuchFamily {
+            name: format!("id {family}"),
+        }
+        .into());
+    }
+    if inner.with_state(|st| st.memtables().any(|m| !m.is_empty())) {
         inner.switch_memtable()?;
     }
-    inner.wait_for(|st, _| st.frozen.is_empty())?;
+    inner.wait_for(|st, _| st.frozen_generations() == 0)?;
     let mut stats = BulkStats::default();
     // Decided on the first chunk: a load trains at most one model.
     let mut coding: Option<Coding> = None;
@@ -92,7 +99,7 @@ where
             }
         }
         if !chunk.is_empty() {
-            stats.keys += load_chunk(inner, std::mem::take(&mut chunk), &mut coding)?;
+            stats.keys += load_chunk(inner, family, std::mem::take(&mut chunk), &mut coding)?;
             stats.segments += 1;
             bytes = 0;
         }
@@ -106,6 +113,7 @@ where
 /// first chunk of a load decides its `coding` (and may train a model).
 fn load_chunk(
     inner: &Inner,
+    family: u32,
     mut records: Vec<(Vec<u8>, Vec<u8>)>,
     coding: &mut Option<Coding>,
 ) -> Result<u64> {
@@ -127,18 +135,19 @@ fn load_chunk(
     let first = coding.is_none();
     let c = match coding {
         Some(c) => c,
-        None => coding.insert(training::coding_for(inner, &source)?),
+        None => coding.insert(training::coding_for(inner, family, &source)?),
     };
     let Some(segment) = inner.build_segment(&source, &inner.options.merge_zip, c.model.as_ref())?
     else {
         return Ok(0);
     };
     drop(source);
+    let models = c.model.clone().filter(|_| first && c.trained);
     inner.apply(Edit {
-        added: Some(segment),
+        added: vec![(family, segment)],
         last_seq: seq,
         publish_seq: Some(seq),
-        model: c.model.clone().filter(|_| first && c.trained),
+        models: models.map(|m| (family, m)).into_iter().collect(),
         ..Edit::default()
     })?;
     Ok(keys)

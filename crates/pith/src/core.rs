@@ -3,11 +3,22 @@
 //!
 //! Shared state, and who may change it:
 //!
-//! * `state` (`RwLock<Arc<State>>`): the live memtable, frozen memtables
-//!   (oldest first) and segments (oldest first). Readers clone the `Arc`
-//!   and then read the published sequence number, so they see every
-//!   version up to it in that `State` (a memtable switch after the clone
-//!   only adds newer versions). Replaced, never mutated in place.
+//! * `state` (`RwLock<Arc<State>>`): one [`Tree`] per column family: its
+//!   live memtable, frozen memtables (oldest first) and segments (oldest
+//!   first). Readers clone the `Arc` and then read the published sequence
+//!   number, so they see every version up to it in that `State` (a
+//!   memtable switch after the clone only adds newer versions). Replaced,
+//!   never mutated in place.
+//!
+//! Column families share the log, the sequence numbers and the manifest,
+//! and their memtables switch together (RocksDB's `atomic_flush`): the
+//! memtables frozen by one switch form a *generation*, which shares its
+//! logs and is flushed as one edit, a segment per family that has
+//! entries. So a log is removed once, when its generation is built, and
+//! recovery never needs per-family log numbers. Invariants: `trees` is
+//! ascending by id and starts with the default family (id 0, never
+//! dropped), whose frozen list holds every generation (a family created
+//! later joins the live generation, so its frozen list is a suffix).
 //! * `last_seq`: the highest published sequence number, stored by the
 //!   write leader after a group's versions are all in the memtable, and by
 //!   a bulk load together with its segment (under the state lock).
@@ -31,7 +42,7 @@ use crate::batch::WriteBatch;
 use crate::env::{FileLock, Fs};
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
-use crate::manifest::{Manifest, SegmentEntry};
+use crate::manifest::{FamilyEntry, Manifest, SegmentEntry};
 use crate::memtable::Memtable;
 use crate::model_file::ModelFile;
 use crate::options::Options;
@@ -39,8 +50,13 @@ use crate::segment::writer::{write_segment, GroupSource, ValueCoding};
 use crate::segment::Segment;
 use crate::wal::WalWriter;
 
-/// What a read sees: memtables and segments.
-pub(crate) struct State {
+/// One column family's part of what a read sees: its memtables and
+/// segments, and the model its new segments are encoded with.
+#[derive(Clone)]
+pub(crate) struct Tree {
+    /// The family's id (0: the default family); never reused.
+    pub id: u32,
+    pub name: Arc<str>,
     pub mem: Arc<Memtable>,
     /// Frozen memtables waiting to be built, oldest first.
     pub frozen: Vec<Arc<Memtable>>,
@@ -50,19 +66,81 @@ pub(crate) struct State {
     pub model: Option<Arc<ModelFile>>,
 }
 
-impl State {
+impl Tree {
     /// The model files in use: those of the segments and the current one,
     /// each once, by number.
     pub(crate) fn models(&self) -> Vec<&Arc<ModelFile>> {
-        let mut models: Vec<&Arc<ModelFile>> = self
-            .segments
-            .iter()
-            .filter_map(|s| s.model())
-            .chain(self.model.iter())
-            .collect();
-        models.sort_by_key(|m| m.number);
-        models.dedup_by_key(|m| m.number);
-        models
+        dedup_models(
+            self.segments
+                .iter()
+                .filter_map(|s| s.model())
+                .chain(self.model.iter())
+                .collect(),
+        )
+    }
+
+    /// The live memtable, then the frozen ones.
+    pub(crate) fn memtables(&self) -> impl Iterator<Item = &Arc<Memtable>> + '_ {
+        std::iter::once(&self.mem).chain(self.frozen.iter())
+    }
+}
+
+fn dedup_models(mut models: Vec<&Arc<ModelFile>>) -> Vec<&Arc<ModelFile>> {
+    models.sort_by_key(|m| m.number);
+    models.dedup_by_key(|m| m.number);
+    models
+}
+
+/// What a read sees: every column family's tree.
+pub(crate) struct State {
+    /// Ascending by id; the default family first (see the module doc).
+    pub trees: Vec<Tree>,
+}
+
+impl State {
+    /// The tree of family `id`, if it is live.
+    pub(crate) fn tree(&self, id: u32) -> Option<&Tree> {
+        let at = self.trees.binary_search_by_key(&id, |t| t.id).ok()?;
+        self.trees.get(at)
+    }
+
+    /// The default family's tree.
+    pub(crate) fn default_tree(&self) -> &Tree {
+        &self.trees[0]
+    }
+
+    /// The model files in use by any family, each once, by number.
+    pub(crate) fn models(&self) -> Vec<&Arc<ModelFile>> {
+        dedup_models(self.trees.iter().flat_map(Tree::models).collect())
+    }
+
+    /// Every memtable of every family.
+    pub(crate) fn memtables(&self) -> impl Iterator<Item = &Arc<Memtable>> + '_ {
+        self.trees.iter().flat_map(Tree::memtables)
+    }
+
+    /// Generations frozen and waiting to be built.
+    pub(crate) fn frozen_generations(&self) -> usize {
+        self.default_tree().frozen.len()
+    }
+
+    /// The oldest frozen generation: each family's memtable of it.
+    pub(crate) fn oldest_generation(&self) -> Option<Vec<(u32, Arc<Memtable>)>> {
+        let first = self.default_tree().frozen.first()?.oldest_log();
+        Some(
+            self.trees
+                .iter()
+                .filter_map(|t| {
+                    let m = t.frozen.first().filter(|m| m.oldest_log() == first)?;
+                    Some((t.id, m.clone()))
+                })
+                .collect(),
+        )
+    }
+
+    /// Live segments of every family.
+    pub(crate) fn segments(&self) -> impl Iterator<Item = &Arc<Segment>> + '_ {
+        self.trees.iter().flat_map(|t| t.segments.iter())
     }
 }
 
@@ -78,9 +156,12 @@ pub(crate) struct Bg {
     pub records_encoded: u64,
     /// The first failure that stopped writes.
     pub error: Option<Arc<Error>>,
-    /// The live memtable (by its log) the first model was last trained
-    /// from early, so it is tried once per memtable.
-    pub trained_early_from: Option<u64>,
+    /// Per family, the live memtable (by its log) its first model was
+    /// last trained from early, so it is tried once per memtable.
+    pub trained_early_from: BTreeMap<u32, u64>,
+    /// A full compaction under way: the request it answers and the
+    /// families still to merge.
+    pub compaction: Option<(u64, VecDeque<u32>)>,
 }
 
 /// One queued write.
@@ -99,26 +180,34 @@ pub(crate) struct Queue {
     pub busy: bool,
 }
 
-/// A change to the set of segments and logs, applied by [`Inner::apply`].
+/// A change to the set of families, segments and logs, applied by
+/// [`Inner::apply`].
 #[derive(Default)]
 pub(crate) struct Edit {
-    /// The new segment, if any: in place of `replaces` when that is not
-    /// empty (a merge), else after every other segment.
-    pub added: Option<Arc<Segment>>,
-    /// File numbers of adjacent segments the new one replaces.
+    /// New segments, each with its family: in place of `replaces` when
+    /// that is not empty (a merge: one segment), else after every other
+    /// segment of its family. A segment of a family dropped meanwhile is
+    /// left out (and its file removed).
+    pub added: Vec<(u32, Arc<Segment>)>,
+    /// File numbers of adjacent segments of one family the new one
+    /// replaces.
     pub replaces: Vec<u64>,
-    /// A frozen memtable now held by `added`: it leaves the state, and its
-    /// logs are removed once the manifest no longer needs them (before the
-    /// new state is published, so whoever waits for the flush finds them
-    /// gone).
-    pub flushed: Option<Arc<Memtable>>,
+    /// A flushed generation's memtables, now held by `added`: they leave
+    /// the state, and their logs are removed once the manifest no longer
+    /// needs them (before the new state is published, so whoever waits for
+    /// the flush finds them gone).
+    pub flushed: Vec<Arc<Memtable>>,
     /// Raise the manifest's last sequence number to this.
     pub last_seq: u64,
     /// Publish this sequence number with the state (a bulk load).
     pub publish_seq: Option<u64>,
-    /// A newly trained model (its file durable already) that becomes the
-    /// current one.
-    pub model: Option<Arc<ModelFile>>,
+    /// Newly trained models (their files durable already), each the
+    /// current one of its family.
+    pub models: Vec<(u32, Arc<ModelFile>)>,
+    /// A family to create: its id (the manifest's next) and name.
+    pub create: Option<(u32, Arc<str>)>,
+    /// A family to drop, with its segments.
+    pub drop: Option<u32>,
 }
 
 /// Everything an open database shares among its threads.
@@ -147,9 +236,10 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// The manifest entry describing `s`.
-pub(crate) fn entry_of(s: &Segment) -> SegmentEntry {
+/// The manifest entry describing `s`, a segment of family `family`.
+pub(crate) fn entry_of(family: u32, s: &Segment) -> SegmentEntry {
     SegmentEntry {
+        family,
         number: s.number,
         keys: s.keys(),
         records: s.records(),
@@ -324,11 +414,38 @@ impl Inner {
 
     /// Applies `edit`: writes the changed manifest, installs it once it is
     /// durable, then publishes the new state. The one place the set of
-    /// segments changes. On failure nothing is installed or published and
-    /// writes stop.
-    pub(crate) fn apply(&self, edit: Edit) -> Result<()> {
+    /// families and segments changes. On failure nothing is installed or
+    /// published and writes stop.
+    pub(crate) fn apply(&self, mut edit: Edit) -> Result<()> {
         let mut m = lock(&self.manifest);
         let st = self.current();
+        // A build that finished after its family was dropped: its output
+        // is left out, and its files go with their last reference.
+        let live =
+            |f: u32| m.family(f).is_some() || edit.create.as_ref().is_some_and(|(id, _)| *id == f);
+        let (added, orphans): (Vec<_>, Vec<_>) = std::mem::take(&mut edit.added)
+            .into_iter()
+            .partition(|(f, _)| live(*f));
+        let (models, orphan_models): (Vec<_>, Vec<_>) = std::mem::take(&mut edit.models)
+            .into_iter()
+            .partition(|(f, _)| live(*f));
+        edit.added = added;
+        edit.models = models;
+        for (_, s) in &orphans {
+            s.mark_obsolete();
+        }
+        for (_, model) in &orphan_models {
+            model.set_obsolete(true);
+        }
+        let merged_away = edit
+            .replaces
+            .first()
+            .is_some_and(|n| !m.segments.iter().any(|e| e.number == *n));
+        if merged_away {
+            // A merge of a family dropped meanwhile (only the merge thread
+            // replaces segments, so only a drop removes its inputs).
+            return Ok(());
+        }
         let written = self
             .next_manifest(&m, &edit, &st)
             .and_then(|next| next.write(&*self.fs, &self.dir).map(|()| next));
@@ -340,7 +457,8 @@ impl Inner {
             }
         };
         *m = next;
-        if let Some(f) = &edit.flushed {
+        // A generation's memtables share their logs.
+        if let Some(f) = edit.flushed.first() {
             for &n in &f.logs {
                 // Best effort: a log left behind is below the manifest's
                 // log number and the next open removes it. A torn log was
@@ -352,38 +470,49 @@ impl Inner {
             if let Some(seq) = edit.publish_seq {
                 self.last_seq.store(seq, Ordering::Release);
             }
-            let mut segments = Vec::with_capacity(st.segments.len() + 1);
-            let mut placed = edit.replaces.is_empty();
-            for s in &st.segments {
-                if edit.replaces.contains(&s.number) {
-                    if !placed {
-                        segments.extend(edit.added.iter().cloned());
-                        placed = true;
-                    }
-                } else {
-                    segments.push(s.clone());
-                }
+            let mut trees: Vec<Tree> = st
+                .trees
+                .iter()
+                .filter(|t| edit.drop != Some(t.id))
+                .map(|t| Tree {
+                    segments: placed(&t.segments, t.id, &edit),
+                    frozen: t
+                        .frozen
+                        .iter()
+                        .filter(|f| !edit.flushed.iter().any(|x| Arc::ptr_eq(f, x)))
+                        .cloned()
+                        .collect(),
+                    model: edit
+                        .models
+                        .iter()
+                        .find(|(f, _)| *f == t.id)
+                        .map(|(_, model)| model.clone())
+                        .or_else(|| t.model.clone()),
+                    ..t.clone()
+                })
+                .collect();
+            if let Some((id, name)) = &edit.create {
+                // It joins the live generation: same logs.
+                let logs = st.default_tree().mem.logs.clone();
+                trees.push(Tree {
+                    id: *id,
+                    name: name.clone(),
+                    mem: Arc::new(Memtable::with_logs(logs)),
+                    frozen: Vec::new(),
+                    segments: Vec::new(),
+                    model: None,
+                });
             }
-            if edit.replaces.is_empty() {
-                segments.extend(edit.added.iter().cloned());
-            }
-            State {
-                model: edit.model.clone().or_else(|| st.model.clone()),
-                mem: st.mem.clone(),
-                frozen: st
-                    .frozen
-                    .iter()
-                    .filter(|f| !edit.flushed.as_ref().is_some_and(|x| Arc::ptr_eq(f, x)))
-                    .cloned()
-                    .collect(),
-                segments,
-            }
+            State { trees }
         });
         let live_models = m.models.clone();
         drop(m);
-        for s in &st.segments {
-            if edit.replaces.contains(&s.number) {
-                s.mark_obsolete();
+        for t in &st.trees {
+            let dropped = edit.drop == Some(t.id);
+            for s in &t.segments {
+                if dropped || edit.replaces.contains(&s.number) {
+                    s.mark_obsolete();
+                }
             }
         }
         // Every model this edit may have stopped (or started again) using:
@@ -391,8 +520,8 @@ impl Inner {
         let known = st
             .models()
             .into_iter()
-            .chain(edit.added.iter().filter_map(|s| s.model()))
-            .chain(edit.model.iter());
+            .chain(edit.added.iter().filter_map(|(_, s)| s.model()))
+            .chain(edit.models.iter().map(|(_, model)| model));
         for model in known {
             model.set_obsolete(live_models.binary_search(&model.number).is_err());
         }
@@ -400,6 +529,7 @@ impl Inner {
         // segments it replaced: then their obsolete files go now, before
         // anyone waiting is told, so when they go does not depend on which
         // thread runs first.
+        drop(orphans);
         drop(edit);
         drop(st);
         self.notify_bg();
@@ -411,44 +541,56 @@ impl Inner {
     fn next_manifest(&self, m: &Manifest, edit: &Edit, st: &State) -> Result<Manifest> {
         let mut next = m.clone();
         next.last_seq = next.last_seq.max(edit.last_seq);
-        let entry = edit.added.as_deref().map(entry_of);
-        if edit.replaces.is_empty() {
-            next.segments.extend(entry);
-        } else {
-            let n = edit.replaces.len();
-            let at = next
-                .segments
-                .windows(n)
-                .position(|w| w.iter().map(|e| e.number).eq(edit.replaces.iter().copied()))
-                .ok_or_else(|| {
-                    Error::Internal(format!(
-                        "merge inputs {:?} are no longer adjacent in the manifest",
-                        edit.replaces
-                    ))
-                })?;
-            next.segments.splice(at..at + n, entry);
+        if let Some((id, name)) = &edit.create {
+            next.families.push(FamilyEntry {
+                id: *id,
+                name: name.to_string(),
+                current_model: 0,
+            });
+            next.next_family = next.next_family.max(id + 1);
         }
-        if let Some(model) = &edit.model {
-            next.current_model = model.number;
+        if let Some(id) = edit.drop {
+            next.families.retain(|f| f.id != id);
+            next.segments.retain(|s| s.family != id);
+        }
+        let mut entries = edit.added.iter().map(|(f, s)| entry_of(*f, s));
+        if edit.replaces.is_empty() {
+            next.segments.extend(entries);
+        } else {
+            let at = replaced_window(&next.segments, &edit.replaces).ok_or_else(|| {
+                Error::Internal(format!(
+                    "merge inputs {:?} are no longer adjacent in their family",
+                    edit.replaces
+                ))
+            })?;
+            for &i in at.iter().rev() {
+                next.segments.remove(i);
+            }
+            if let (Some(entry), Some(&first)) = (entries.next(), at.first()) {
+                next.segments.insert(first, entry);
+            }
+        }
+        for (f, model) in &edit.models {
+            if let Some(entry) = next.families.iter_mut().find(|e| e.id == *f) {
+                entry.current_model = model.number;
+            }
         }
         let mut models: Vec<u64> = next
             .segments
             .iter()
             .map(|s| s.model)
-            .chain([next.current_model])
+            .chain(next.families.iter().map(|f| f.current_model))
             .filter(|&n| n != 0)
             .collect();
         models.sort_unstable();
         models.dedup();
         next.models = models;
-        if let Some(f) = &edit.flushed {
+        if !edit.flushed.is_empty() {
             // The oldest log still needed is that of the oldest memtable
             // left.
             next.log_number = st
-                .frozen
-                .iter()
-                .chain([&st.mem])
-                .filter(|x| !Arc::ptr_eq(x, f))
+                .memtables()
+                .filter(|x| !edit.flushed.iter().any(|f| Arc::ptr_eq(x, f)))
                 .map(|x| x.oldest_log())
                 .min()
                 .unwrap_or(u64::MAX)
@@ -456,4 +598,50 @@ impl Inner {
         }
         Ok(next)
     }
+}
+
+/// `segments` (of family `family`) with `edit`'s new segments of that
+/// family in place: after them, or in place of the merged ones.
+fn placed(segments: &[Arc<Segment>], family: u32, edit: &Edit) -> Vec<Arc<Segment>> {
+    let added = edit
+        .added
+        .iter()
+        .filter(|(f, _)| *f == family)
+        .map(|(_, s)| s);
+    if edit.replaces.is_empty() {
+        return segments.iter().chain(added).cloned().collect();
+    }
+    let mut out = Vec::with_capacity(segments.len());
+    let mut added = Some(added);
+    for s in segments {
+        if !edit.replaces.contains(&s.number) {
+            out.push(s.clone());
+        } else if let Some(a) = added.take() {
+            out.extend(a.cloned());
+        }
+    }
+    out
+}
+
+/// The positions in `segments` of the entries numbered `replaces`, in
+/// order, if they are adjacent among their family's entries (other
+/// families' entries may lie between them).
+fn replaced_window(segments: &[SegmentEntry], replaces: &[u64]) -> Option<Vec<usize>> {
+    let head = *replaces.first()?;
+    let first = segments.iter().position(|e| e.number == head)?;
+    let family = segments[first].family;
+    let at: Vec<usize> = segments
+        .iter()
+        .enumerate()
+        .skip(first)
+        .filter(|(_, e)| e.family == family)
+        .take(replaces.len())
+        .map(|(i, _)| i)
+        .collect();
+    let matches = at.len() == replaces.len()
+        && at
+            .iter()
+            .zip(replaces)
+            .all(|(&i, &n)| segments[i].number == n);
+    matches.then_some(at)
 }

@@ -15,11 +15,13 @@ use std::thread::JoinHandle;
 use crate::background::{self, Role};
 use crate::batch::WriteBatch;
 use crate::bulk::{self, BulkStats};
-use crate::core::{lock, Inner, State};
+use crate::core::{lock, Inner, State, Tree};
 use crate::dbformat::{expired, tag_kind, Kind, NO_DEADLINE};
 use crate::error::{Error, Result};
+use crate::family::{self, ColumnFamily};
 use crate::filename::{self, FileKind};
 use crate::iter::{DbIterator, MemCursor, Scan, Source, VersionCursor};
+use crate::manifest::{DEFAULT_FAMILY_NAME, MAX_FAMILY_NAME};
 use crate::memtable::Memtable;
 use crate::options::{Options, WriteOptions};
 use crate::recovery::{self, RecoveryReport};
@@ -31,6 +33,8 @@ use crate::wal;
 /// An embedded PithDB database. See the crate documentation.
 pub struct DB {
     pub(crate) inner: Arc<Inner>,
+    /// The default family's handle: what the methods without `_cf` use.
+    default_cf: ColumnFamily,
     /// The flush and merge threads.
     background: Mutex<Vec<JoinHandle<()>>>,
     recovery: RecoveryReport,
@@ -63,7 +67,8 @@ impl Drop for Snapshot {
     }
 }
 
-/// Database-wide sizes and counts, from [`DB::stats`].
+/// Sizes and counts, from [`DB::stats`] (every column family) or
+/// [`DB::stats_cf`] (one).
 #[derive(Clone, Debug)]
 pub struct Stats {
     /// Live segments, oldest first.
@@ -72,7 +77,8 @@ pub struct Stats {
     pub memtable_bytes: u64,
     /// Versions (puts and deletes) in the live and frozen memtables.
     pub memtable_entries: u64,
-    /// Frozen memtables waiting to be built.
+    /// Frozen memtables waiting to be built (generations: a switch
+    /// freezes every family's memtable at once).
     pub frozen_memtables: usize,
     /// Bytes of all files in the database directory.
     pub disk_bytes: u64,
@@ -142,7 +148,7 @@ pub struct VerifyReport {
 /// unless it is deleted, absent or expired at `now`; without
 /// `with_value`, the value is left empty and nothing is decoded.
 fn get_in(
-    st: &State,
+    st: &Tree,
     key: &[u8],
     snap: u64,
     now: u64,
@@ -175,7 +181,7 @@ fn shown(deadline: u64) -> Option<u64> {
 /// One source per memtable and segment of `st`, newest first: `mem` makes
 /// a memtable's, `seg` a segment's.
 fn sources_in<T: ?Sized>(
-    st: &State,
+    st: &Tree,
     mem: impl Fn(Arc<Memtable>) -> Box<T>,
     seg: impl Fn(Arc<Segment>) -> Box<T>,
 ) -> Vec<Box<T>> {
@@ -186,7 +192,7 @@ fn sources_in<T: ?Sized>(
         .collect()
 }
 
-fn iter_in(st: &State, snap: u64, now: u64) -> DbIterator {
+fn iter_in(st: &Tree, snap: u64, now: u64) -> DbIterator {
     let sources = sources_in::<dyn VersionCursor>(
         st,
         |m| Box::new(MemCursor::new(m, snap)),
@@ -195,7 +201,7 @@ fn iter_in(st: &State, snap: u64, now: u64) -> DbIterator {
     DbIterator::new(sources, now)
 }
 
-fn search_in(st: &State, snap: u64, now: u64, pattern: &str, from: &[u8]) -> Result<Search> {
+fn search_in(st: &Tree, snap: u64, now: u64, pattern: &str, from: &[u8]) -> Result<Search> {
     let re = search::compile(pattern)?;
     let sources = sources_in::<dyn Source>(
         st,
@@ -203,6 +209,13 @@ fn search_in(st: &State, snap: u64, now: u64, pattern: &str, from: &[u8]) -> Res
         |s| Box::new(SegmentMatches::new(s, re.clone(), snap, from)),
     );
     Ok(Search::new(sources, now))
+}
+
+/// Family `cf`'s tree in `st`.
+fn tree<'a>(st: &'a State, cf: &ColumnFamily) -> Result<&'a Tree> {
+    st.tree(cf.id).ok_or_else(|| Error::NoSuchFamily {
+        name: cf.name.to_string(),
+    })
 }
 
 /// A scan of `it`'s keys in `[from, to)`; `None` leaves a side open.
@@ -220,6 +233,11 @@ fn prefix_scan(it: DbIterator, prefix: &[u8]) -> Scan {
     Scan::new(it, Bound::Included(prefix.to_vec()), end)
 }
 
+/// The default family's handle.
+fn default_family() -> ColumnFamily {
+    ColumnFamily::new(family::DEFAULT, Arc::from(DEFAULT_FAMILY_NAME))
+}
+
 impl DB {
     /// Opens (or creates) the database in directory `path`, replaying its
     /// write-ahead logs into memory; the flush thread builds them
@@ -229,6 +247,7 @@ impl DB {
         let (inner, recovery) = recovery::open(path.as_ref(), options, false)?;
         let db = DB {
             inner,
+            default_cf: default_family(),
             background: Mutex::new(Vec::new()),
             recovery,
         };
@@ -254,6 +273,7 @@ impl DB {
         let (inner, recovery) = recovery::open(path.as_ref(), options, true)?;
         Ok(DB {
             inner,
+            default_cf: default_family(),
             background: Mutex::new(Vec::new()),
             recovery,
         })
@@ -272,14 +292,37 @@ impl DB {
 
     /// The value of `key`, or `None` (absent, deleted or expired).
     pub fn get(&self, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
-        Ok(self.get_with_deadline(key)?.map(|(value, _)| value))
+        self.get_cf(&self.default_cf, key)
+    }
+
+    /// The value of `key` in column family `cf`.
+    pub fn get_cf(&self, cf: &ColumnFamily, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        let (st, snap) = self.inner.view();
+        let found = get_in(tree(&st, cf)?, key.as_ref(), snap, self.inner.now(), true)?;
+        Ok(found.map(|(value, _)| value))
     }
 
     /// The value of `key` as of `snapshot` (expiry judged now: a key
     /// expired since the snapshot was taken reads as absent).
     pub fn get_at(&self, snapshot: &Snapshot, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
+        self.get_cf_at(&self.default_cf, snapshot, key)
+    }
+
+    /// [`DB::get_cf`] as of `snapshot`.
+    pub fn get_cf_at(
+        &self,
+        cf: &ColumnFamily,
+        snapshot: &Snapshot,
+        key: impl AsRef<[u8]>,
+    ) -> Result<Option<Vec<u8>>> {
         let st = self.inner.current();
-        let found = get_in(&st, key.as_ref(), snapshot.seq, self.inner.now(), true)?;
+        let found = get_in(
+            tree(&st, cf)?,
+            key.as_ref(),
+            snapshot.seq,
+            self.inner.now(),
+            true,
+        )?;
         Ok(found.map(|(value, _)| value))
     }
 
@@ -298,14 +341,27 @@ impl DB {
         key: impl AsRef<[u8]>,
     ) -> Result<Option<(Vec<u8>, Option<u64>)>> {
         let (st, snap) = self.inner.view();
-        let found = get_in(&st, key.as_ref(), snap, self.inner.now(), true)?;
+        let found = get_in(
+            st.default_tree(),
+            key.as_ref(),
+            snap,
+            self.inner.now(),
+            true,
+        )?;
         Ok(found.map(|(value, deadline)| (value, shown(deadline))))
     }
 
     /// True when `key` is present (not deleted, not expired): a lookup
     /// that decodes no value.
     pub fn contains(&self, key: impl AsRef<[u8]>) -> Result<bool> {
-        Ok(self.deadline_of(key)?.is_some())
+        self.contains_cf(&self.default_cf, key)
+    }
+
+    /// [`DB::contains`] in column family `cf`.
+    pub fn contains_cf(&self, cf: &ColumnFamily, key: impl AsRef<[u8]>) -> Result<bool> {
+        let (st, snap) = self.inner.view();
+        let found = get_in(tree(&st, cf)?, key.as_ref(), snap, self.inner.now(), false)?;
+        Ok(found.is_some())
     }
 
     /// When `key` expires, without decoding its value: `None` when it is
@@ -314,7 +370,13 @@ impl DB {
     /// `ms` (milliseconds since the Unix epoch).
     pub fn deadline_of(&self, key: impl AsRef<[u8]>) -> Result<Option<Option<u64>>> {
         let (st, snap) = self.inner.view();
-        let found = get_in(&st, key.as_ref(), snap, self.inner.now(), false)?;
+        let found = get_in(
+            st.default_tree(),
+            key.as_ref(),
+            snap,
+            self.inner.now(),
+            false,
+        )?;
         Ok(found.map(|(_, deadline)| shown(deadline)))
     }
 
@@ -333,13 +395,26 @@ impl DB {
     /// seek first).
     pub fn iter(&self) -> DbIterator {
         let (st, snap) = self.inner.view();
-        iter_in(&st, snap, self.inner.now())
+        iter_in(st.default_tree(), snap, self.inner.now())
     }
 
     /// A two-way iterator over `snapshot`.
     pub fn iter_at(&self, snapshot: &Snapshot) -> DbIterator {
         let st = self.inner.current();
-        iter_in(&st, snapshot.seq, self.inner.now())
+        iter_in(st.default_tree(), snapshot.seq, self.inner.now())
+    }
+
+    /// A two-way iterator over column family `cf`.
+    pub fn iter_cf(&self, cf: &ColumnFamily) -> Result<DbIterator> {
+        let (st, snap) = self.inner.view();
+        Ok(iter_in(tree(&st, cf)?, snap, self.inner.now()))
+    }
+
+    /// A two-way iterator over column family `cf` as of `snapshot`: every
+    /// family read through one snapshot is seen at the same point.
+    pub fn iter_cf_at(&self, cf: &ColumnFamily, snapshot: &Snapshot) -> Result<DbIterator> {
+        let st = self.inner.current();
+        Ok(iter_in(tree(&st, cf)?, snapshot.seq, self.inner.now()))
     }
 
     /// `(key, value)` pairs with keys in `[from, to)`, in key order;
@@ -366,18 +441,57 @@ impl DB {
         prefix_scan(self.iter_at(snapshot), prefix)
     }
 
+    /// [`DB::range`] in column family `cf`.
+    pub fn range_cf(
+        &self,
+        cf: &ColumnFamily,
+        from: Option<&[u8]>,
+        to: Option<&[u8]>,
+    ) -> Result<Scan> {
+        Ok(range_scan(self.iter_cf(cf)?, from, to))
+    }
+
+    /// [`DB::range`] in column family `cf` as of `snapshot`.
+    pub fn range_cf_at(
+        &self,
+        cf: &ColumnFamily,
+        snapshot: &Snapshot,
+        from: Option<&[u8]>,
+        to: Option<&[u8]>,
+    ) -> Result<Scan> {
+        Ok(range_scan(self.iter_cf_at(cf, snapshot)?, from, to))
+    }
+
+    /// [`DB::prefix`] in column family `cf`.
+    pub fn prefix_cf(&self, cf: &ColumnFamily, prefix: &[u8]) -> Result<Scan> {
+        Ok(prefix_scan(self.iter_cf(cf)?, prefix))
+    }
+
+    /// [`DB::prefix`] in column family `cf` as of `snapshot`.
+    pub fn prefix_cf_at(
+        &self,
+        cf: &ColumnFamily,
+        snapshot: &Snapshot,
+        prefix: &[u8],
+    ) -> Result<Scan> {
+        Ok(prefix_scan(self.iter_cf_at(cf, snapshot)?, prefix))
+    }
+
     /// Live keys, counted exactly. A settled database (no memtable entry,
     /// at most one segment, holding no tombstone and no deadline) answers
     /// from the segment's key count at once; otherwise every key is walked
     /// (no value is decoded), in time proportional to the keys. [`Stats`]
     /// has what the segments store, without the walk.
     pub fn count_keys(&self) -> Result<u64> {
+        self.count_keys_cf(&self.default_cf)
+    }
+
+    /// [`DB::count_keys`] of column family `cf`.
+    pub fn count_keys_cf(&self, cf: &ColumnFamily) -> Result<u64> {
         let st = self.inner.current();
-        let memtables_empty = std::iter::once(&st.mem)
-            .chain(st.frozen.iter())
-            .all(|m| m.is_empty());
-        if memtables_empty {
-            match st.segments.as_slice() {
+        let t = tree(&st, cf)?;
+        if t.memtables().all(|m| m.is_empty()) {
+            match t.segments.as_slice() {
                 [] => return Ok(0),
                 [only] => {
                     let info = only.info();
@@ -390,7 +504,7 @@ impl DB {
         }
         drop(st);
         let mut n = 0;
-        for k in self.range(None, None).keys() {
+        for k in self.range_cf(cf, None, None)?.keys() {
             k?;
             n += 1;
         }
@@ -430,8 +544,36 @@ impl DB {
     /// the last key seen (a paged scan) costs the matches ahead, not again
     /// those behind.
     pub fn search_from(&self, pattern: &str, from: &[u8]) -> Result<Search> {
+        self.search_from_cf(&self.default_cf, pattern, from)
+    }
+
+    /// [`DB::search`] in column family `cf`.
+    pub fn search_cf(&self, cf: &ColumnFamily, pattern: &str) -> Result<Search> {
+        self.search_from_cf(cf, pattern, b"")
+    }
+
+    /// [`DB::search_from`] in column family `cf`.
+    pub fn search_from_cf(&self, cf: &ColumnFamily, pattern: &str, from: &[u8]) -> Result<Search> {
         let (st, snap) = self.inner.view();
-        search_in(&st, snap, self.inner.now(), pattern, from)
+        search_in(tree(&st, cf)?, snap, self.inner.now(), pattern, from)
+    }
+
+    /// [`DB::search_from`] in column family `cf` as of `snapshot`.
+    pub fn search_from_cf_at(
+        &self,
+        cf: &ColumnFamily,
+        snapshot: &Snapshot,
+        pattern: &str,
+        from: &[u8],
+    ) -> Result<Search> {
+        let st = self.inner.current();
+        search_in(
+            tree(&st, cf)?,
+            snapshot.seq,
+            self.inner.now(),
+            pattern,
+            from,
+        )
     }
 
     /// [`DB::search`] as of `snapshot`.
@@ -446,8 +588,7 @@ impl DB {
         pattern: &str,
         from: &[u8],
     ) -> Result<Search> {
-        let st = self.inner.current();
-        search_in(&st, snapshot.seq, self.inner.now(), pattern, from)
+        self.search_from_cf_at(&self.default_cf, snapshot, pattern, from)
     }
 
     /// Puts `key -> value`, with the default [`WriteOptions`] (not
@@ -494,6 +635,27 @@ impl DB {
         self.write(WriteOptions::default(), b)
     }
 
+    /// Puts `key -> value` in column family `cf`, with the default
+    /// [`WriteOptions`].
+    pub fn put_cf(
+        &self,
+        cf: &ColumnFamily,
+        key: impl AsRef<[u8]>,
+        value: impl AsRef<[u8]>,
+    ) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.put_cf(cf, key, value);
+        self.write(WriteOptions::default(), b)
+    }
+
+    /// Deletes `key` in column family `cf`, with the default
+    /// [`WriteOptions`].
+    pub fn delete_cf(&self, cf: &ColumnFamily, key: impl AsRef<[u8]>) -> Result<()> {
+        let mut b = WriteBatch::new();
+        b.delete_cf(cf, key);
+        self.write(WriteOptions::default(), b)
+    }
+
     /// Deletes `key` (a no-op if absent), with the default
     /// [`WriteOptions`].
     pub fn delete(&self, key: impl AsRef<[u8]>) -> Result<()> {
@@ -507,8 +669,11 @@ impl DB {
         self.write(options, b)
     }
 
-    /// Applies `batch` atomically: readers and recovery see all of it or
-    /// none of it.
+    /// Applies `batch` atomically, across column families too: readers
+    /// and recovery see all of it or none of it. A batch naming a family
+    /// that is not live is [`Error::NoSuchFamily`] and writes nothing; a
+    /// family dropped while the batch waits to commit loses its part,
+    /// like any other write to it.
     pub fn write(&self, options: WriteOptions, batch: WriteBatch) -> Result<()> {
         self.inner.write(options, batch)
     }
@@ -544,20 +709,40 @@ impl DB {
         V: AsRef<[u8]>,
         E: From<Error>,
     {
-        bulk::load(&self.inner, records)
+        bulk::load(&self.inner, family::DEFAULT, records)
     }
 
-    /// Freezes the memtable and waits until every frozen memtable is built
-    /// into a segment (after which their logs are deleted).
+    /// [`DB::try_bulk_load`] into column family `cf`. The load flushes
+    /// every family's memtable first (they switch together).
+    pub fn try_bulk_load_cf<I, K, V, E>(
+        &self,
+        cf: &ColumnFamily,
+        records: I,
+    ) -> Result<BulkStats, E>
+    where
+        I: IntoIterator<Item = Result<(K, V), E>>,
+        K: AsRef<[u8]>,
+        V: AsRef<[u8]>,
+        E: From<Error>,
+    {
+        bulk::load(&self.inner, cf.id, records)
+    }
+
+    /// Freezes the memtables (every family's) and waits until every
+    /// frozen memtable is built into a segment (after which their logs are
+    /// deleted).
     pub fn flush(&self) -> Result<()> {
         self.inner.check_writable()?;
         {
             let _role = self.inner.writer_role();
-            if !self.inner.current().mem.is_empty() {
+            if self
+                .inner
+                .with_state(|st| st.trees.iter().any(|t| !t.mem.is_empty()))
+            {
                 self.inner.switch_memtable()?;
             }
         }
-        self.inner.wait_for(|st, _| st.frozen.is_empty())
+        self.inner.wait_for(|st, _| st.frozen_generations() == 0)
     }
 
     /// Flushes, then waits until background merges have nothing left to do
@@ -566,11 +751,12 @@ impl DB {
     pub fn settle(&self) -> Result<()> {
         self.flush()?;
         let o = &self.inner.options;
-        self.inner
-            .wait_for(|st, _| st.frozen.is_empty() && background::merge_due(st, o).is_none())
+        self.inner.wait_for(|st, _| {
+            st.frozen_generations() == 0 && background::any_merge_due(st, o).is_none()
+        })
     }
 
-    /// Flushes, then merges all segments into one, dropping every version
+    /// Flushes, then merges each family's segments into one, dropping every version
     /// and tombstone no snapshot needs, and re-encoding values with the
     /// merge codec (or the current shared model). Waits until done. A
     /// database that is already one segment with nothing to drop, its
@@ -588,18 +774,105 @@ impl DB {
         self.inner.wait_for(|_, bg| bg.compactions_done >= target)
     }
 
-    /// The file numbers of the current segments, oldest first: a cheap
-    /// way to notice that a flush or merge finished (no file is read,
-    /// unlike [`DB::stats`]).
+    /// The file numbers of the current segments (every family's, in
+    /// family order, each family's oldest first): a cheap way to notice
+    /// that a flush or merge finished (no file is read, unlike
+    /// [`DB::stats`]).
     pub fn segment_numbers(&self) -> Vec<u64> {
         self.inner
-            .with_state(|st| st.segments.iter().map(|s| s.number).collect())
+            .with_state(|st| st.segments().map(|s| s.number).collect())
     }
 
-    /// Sizes and counts. Files removed while it lists them (a finishing
-    /// flush or merge) are skipped.
+    /// Creates column family `name` (1 to 255 bytes of UTF-8, not in use),
+    /// durably: it is in the manifest when this returns. Writes to it go
+    /// through the same log as every other family's.
+    pub fn create_family(&self, name: &str) -> Result<ColumnFamily> {
+        self.inner.check_writable()?;
+        if name.is_empty() || name.len() > MAX_FAMILY_NAME {
+            return Err(Error::InvalidArgument(format!(
+                "a column family name is 1 to {MAX_FAMILY_NAME} bytes, not {}",
+                name.len()
+            )));
+        }
+        // The writer role keeps memtable switches (and so generations)
+        // out while the family joins the live one.
+        let _role = self.inner.writer_role();
+        if self.family(name).is_some() {
+            return Err(Error::FamilyExists { name: name.into() });
+        }
+        let id = crate::core::lock(&self.inner.manifest).next_family;
+        let name: Arc<str> = Arc::from(name);
+        self.inner.apply(crate::core::Edit {
+            create: Some((id, name.clone())),
+            ..Default::default()
+        })?;
+        Ok(ColumnFamily::new(id, name))
+    }
+
+    /// Drops column family `cf` and everything in it: its segment files
+    /// go once no reader holds them. The default family cannot be dropped.
+    /// Its handles (and snapshots' reads of it) fail with
+    /// [`Error::NoSuchFamily`] from now on; its id is never reused.
+    pub fn drop_family(&self, cf: &ColumnFamily) -> Result<()> {
+        self.inner.check_writable()?;
+        if cf.id == family::DEFAULT {
+            return Err(Error::InvalidArgument(
+                "the default column family cannot be dropped".into(),
+            ));
+        }
+        let _role = self.inner.writer_role();
+        if self.inner.with_state(|st| st.tree(cf.id).is_none()) {
+            return Err(Error::NoSuchFamily {
+                name: cf.name.to_string(),
+            });
+        }
+        self.inner.apply(crate::core::Edit {
+            drop: Some(cf.id),
+            ..Default::default()
+        })
+    }
+
+    /// The live column family named `name`.
+    pub fn family(&self, name: &str) -> Option<ColumnFamily> {
+        self.inner.with_state(|st| {
+            st.trees
+                .iter()
+                .find(|t| &*t.name == name)
+                .map(|t| ColumnFamily::new(t.id, t.name.clone()))
+        })
+    }
+
+    /// Every live column family, the default one first, then by creation.
+    pub fn families(&self) -> Vec<ColumnFamily> {
+        self.inner.with_state(|st| {
+            st.trees
+                .iter()
+                .map(|t| ColumnFamily::new(t.id, t.name.clone()))
+                .collect()
+        })
+    }
+
+    /// The default column family: what the methods without `_cf` use.
+    pub fn default_family(&self) -> ColumnFamily {
+        self.default_cf.clone()
+    }
+
+    /// Sizes and counts, of every column family. Files removed while it
+    /// lists them (a finishing flush or merge) are skipped.
     pub fn stats(&self) -> Result<Stats> {
         let st = self.inner.current();
+        self.stats_of(&st.trees.iter().collect::<Vec<_>>())
+    }
+
+    /// [`DB::stats`] of column family `cf`: its segments, memtables and
+    /// models; the file and log sizes, the sequence number and the build
+    /// counts are still the whole database's.
+    pub fn stats_cf(&self, cf: &ColumnFamily) -> Result<Stats> {
+        let st = self.inner.current();
+        self.stats_of(&[tree(&st, cf)?])
+    }
+
+    fn stats_of(&self, trees: &[&Tree]) -> Result<Stats> {
         let (mut disk_bytes, mut wal_bytes) = (0, 0);
         let (fs, dir) = (&*self.inner.fs, &self.inner.dir);
         for name in fs.list(dir).map_err(|e| Error::io(dir, e))? {
@@ -614,8 +887,13 @@ impl DB {
                 wal_bytes += len;
             }
         }
-        let models = st
-            .models()
+        let mut models: Vec<&Arc<crate::model_file::ModelFile>> =
+            trees.iter().flat_map(|t| t.models()).collect();
+        models.sort_by_key(|m| m.number);
+        models.dedup_by_key(|m| m.number);
+        let segments = || trees.iter().flat_map(|t| t.segments.iter());
+        let memtables = || trees.iter().flat_map(|t| t.memtables());
+        let models = models
             .into_iter()
             .map(|m| ModelInfo {
                 number: m.number,
@@ -624,10 +902,10 @@ impl DB {
                 dict_bytes: m.model.dict_bytes() as u64,
                 trained_ratio: f64::from(m.model.ratio()),
                 trained_from: m.model.trained_from(),
-                current: st.model.as_ref().is_some_and(|c| c.number == m.number),
-                segments: st
-                    .segments
+                current: trees
                     .iter()
+                    .any(|t| t.model.as_ref().is_some_and(|c| c.number == m.number)),
+                segments: segments()
                     .filter(|s| s.model().is_some_and(|x| x.number == m.number))
                     .count(),
             })
@@ -640,16 +918,10 @@ impl DB {
             records_copied,
             records_encoded,
             models,
-            segments: st.segments.iter().map(|s| s.info()).collect(),
-            memtable_bytes: std::iter::once(&st.mem)
-                .chain(st.frozen.iter())
-                .map(|m| m.approximate_bytes() as u64)
-                .sum(),
-            memtable_entries: std::iter::once(&st.mem)
-                .chain(st.frozen.iter())
-                .map(|m| m.entries() as u64)
-                .sum(),
-            frozen_memtables: st.frozen.len(),
+            segments: segments().map(|s| s.info()).collect(),
+            memtable_bytes: memtables().map(|m| m.approximate_bytes() as u64).sum(),
+            memtable_entries: memtables().map(|m| m.entries() as u64).sum(),
+            frozen_memtables: trees.iter().map(|t| t.frozen.len()).max().unwrap_or(0),
             disk_bytes,
             wal_bytes,
             last_sequence: self.inner.last_seq.load(Ordering::Acquire),
@@ -668,14 +940,18 @@ impl DB {
             crate::model_file::ModelFile::open(&self.inner.fs, dir, m.number)?;
             report.models += 1;
         }
-        for s in &st.segments {
+        for s in st.segments() {
             s.verify()?;
             report.segments += 1;
             report.records += s.records();
         }
-        let logs = std::iter::once(&st.mem)
-            .chain(st.frozen.iter())
-            .flat_map(|m| m.logs.iter().copied());
+        // Every family's memtables of a generation share its logs.
+        let mut logs: Vec<u64> = st
+            .default_tree()
+            .memtables()
+            .flat_map(|m| m.logs.iter().copied())
+            .collect();
+        logs.sort_unstable();
         for n in logs {
             for kind in [FileKind::Wal, FileKind::TornWal] {
                 let path = self.inner.file(n, kind);

@@ -104,6 +104,20 @@ pub enum Error {
     /// The handle is closing; the operation was not done.
     #[error("the database is closing")]
     Closing,
+    /// No live column family by that name (or id): never created, or
+    /// dropped (a handle of a dropped family stays invalid even if a
+    /// family of the same name is created again).
+    #[error("no column family {name} (never created, or dropped)")]
+    NoSuchFamily {
+        /// The family's name, or `id N` where only the id is known.
+        name: String,
+    },
+    /// [`crate::DB::create_family`] of a name already in use.
+    #[error("column family {name} already exists")]
+    FamilyExists {
+        /// The family's name.
+        name: String,
+    },
     /// The engine broke one of its own invariants (a bug, or a panic in
     /// the background thread); writes stop.
     #[error("internal error: {0}; please report it")]

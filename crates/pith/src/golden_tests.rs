@@ -2,7 +2,7 @@
 //! write, so the spec cannot drift from the code.
 
 use crate::batch::WriteBatch;
-use crate::manifest::{Manifest, SegmentEntry};
+use crate::manifest::{FamilyEntry, Manifest, SegmentEntry};
 
 fn golden(name: &str) -> Vec<u8> {
     pith_enc::golden::block(include_str!("../../../docs/format.md"), name)
@@ -42,30 +42,72 @@ fn wal_matches_docs() {
         "docs drifted; encoder writes:\n{}",
         pith_enc::golden::hex(&bytes)
     );
+    let mut b = WriteBatch::new();
+    b.put_cf(&crate::ColumnFamily::new(1, "idx".into()), "a", "1");
+    let bytes = wal_of(b);
+    assert_eq!(
+        bytes,
+        golden("golden-wal-v1-family"),
+        "docs drifted; encoder writes:\n{}",
+        pith_enc::golden::hex(&bytes)
+    );
 }
 
 #[test]
 fn manifest_matches_docs() {
-    let m = Manifest {
-        next_file: 4,
-        last_seq: 5,
-        log_number: 3,
-        segments: vec![SegmentEntry {
-            number: 1,
-            keys: 4,
-            records: 5,
-            min_seq: 1,
-            max_seq: 5,
-            file_bytes: 1000,
-            model: 2,
-        }],
-        current_model: 2,
-        models: vec![2],
-    };
+    let mut m = Manifest::new();
+    m.next_file = 4;
+    m.last_seq = 5;
+    m.log_number = 3;
+    m.segments = vec![SegmentEntry {
+        family: 0,
+        number: 1,
+        keys: 4,
+        records: 5,
+        min_seq: 1,
+        max_seq: 5,
+        file_bytes: 1000,
+        model: 2,
+    }];
+    m.families[0].current_model = 2;
+    m.models = vec![2];
     let bytes = m.encode();
     assert_eq!(
         bytes,
         golden("golden-manifest-v2"),
+        "docs drifted; encoder writes:\n{}",
+        pith_enc::golden::hex(&bytes)
+    );
+}
+
+/// A database with a second column family: version 3, the family table
+/// after the models.
+#[test]
+fn manifest_with_families_matches_docs() {
+    let mut m = Manifest::new();
+    m.next_file = 5;
+    m.last_seq = 6;
+    m.log_number = 4;
+    m.segments = vec![SegmentEntry {
+        family: 1,
+        number: 3,
+        keys: 1,
+        records: 1,
+        min_seq: 6,
+        max_seq: 6,
+        file_bytes: 500,
+        model: 0,
+    }];
+    m.families.push(FamilyEntry {
+        id: 1,
+        name: "idx".into(),
+        current_model: 0,
+    });
+    m.next_family = 2;
+    let bytes = m.encode();
+    assert_eq!(
+        bytes,
+        golden("golden-manifest-v3"),
         "docs drifted; encoder writes:\n{}",
         pith_enc::golden::hex(&bytes)
     );
@@ -80,25 +122,21 @@ fn version_1_manifest_in_docs_still_decodes() {
         &golden("golden-manifest-v1"),
     )
     .expect("a version 1 manifest decodes");
-    assert_eq!(
-        m,
-        Manifest {
-            next_file: 3,
-            last_seq: 5,
-            log_number: 2,
-            segments: vec![SegmentEntry {
-                number: 1,
-                keys: 4,
-                records: 5,
-                min_seq: 1,
-                max_seq: 5,
-                file_bytes: 1000,
-                model: 0,
-            }],
-            current_model: 0,
-            models: vec![],
-        }
-    );
+    let mut expected = Manifest::new();
+    expected.next_file = 3;
+    expected.last_seq = 5;
+    expected.log_number = 2;
+    expected.segments = vec![SegmentEntry {
+        family: 0,
+        number: 1,
+        keys: 4,
+        records: 5,
+        min_seq: 1,
+        max_seq: 5,
+        file_bytes: 1000,
+        model: 0,
+    }];
+    assert_eq!(m, expected);
 }
 
 /// Two keys, one with an older version kept, one deleted; a plain record

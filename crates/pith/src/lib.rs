@@ -49,6 +49,40 @@
 //! [`DbIterator`] ([`DB::iter`]) read the current state; each has an `_at`
 //! variant that reads as of a [`Snapshot`].
 //!
+//! # Column families
+//!
+//! Named key spaces in one database, as RocksDB has them
+//! ([`DB::create_family`], [`DB::drop_family`], a [`ColumnFamily`] handle
+//! and the `_cf` methods). Each has its own memtables, segments, merges
+//! and shared compression models, so an index's keys and a table's values
+//! are each compressed with a model of their own kind. They share the log
+//! (a [`WriteBatch`] across families is atomic), the sequence numbers (one
+//! [`Snapshot`] reads every family at the same point) and the manifest.
+//! Memtables switch together and a flush builds one segment per family
+//! from them in one manifest edit (RocksDB's `atomic_flush`), so no family
+//! holds a log back. The methods without `_cf` use the default family,
+//! which is what a database without families has; such a database keeps
+//! its version 2 manifest (older builds still open it) until a family is
+//! created.
+//!
+//! ```
+//! use pith::{WriteBatch, WriteOptions, DB};
+//!
+//! let dir = tempfile::tempdir()?;
+//! let db = DB::open(dir.path(), pith::Options::default())?;
+//! let rows = db.create_family("rows")?;
+//! let by_name = db.create_family("by_name")?;
+//! let mut batch = WriteBatch::new();
+//! batch.put_cf(&rows, "id:7", "alice,1990").put_cf(&by_name, "alice/id:7", "");
+//! db.write(WriteOptions::synced(), batch)?; // both or neither
+//! let snap = db.snapshot();
+//! assert_eq!(db.get_cf_at(&rows, &snap, "id:7")?.as_deref(), Some(&b"alice,1990"[..]));
+//! let names: Vec<_> = db.prefix_cf(&by_name, b"alice/")?.keys().collect::<pith::Result<_>>()?;
+//! assert_eq!(names, vec![b"alice/id:7".to_vec()]);
+//! assert_eq!(db.get("id:7")?, None); // the default family is another key space
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! # Durability
 //!
 //! A write returns once it is in the log in the OS; with
@@ -75,7 +109,7 @@
 // Layers, bottom to top: each module imports only modules before it on
 // this line, so none imports one that imports it back (the `layering`
 // test reads the line and checks every module's imports against it).
-// layers: dbformat clock filename env error batch wal manifest memtable iter search model_file segment merge options core training write bulk background recovery db fuzz
+// layers: dbformat family clock filename env error batch wal manifest memtable iter search model_file segment merge options core training write bulk background recovery db fuzz
 mod background;
 mod batch;
 mod bulk;
@@ -85,6 +119,7 @@ mod db;
 mod dbformat;
 pub mod env;
 mod error;
+mod family;
 mod filename;
 // The fuzz entry points are not API: built for the cargo-fuzz targets
 // (`fuzz/`) and the fuzz tests with the `fuzzing` feature (this crate's
@@ -112,6 +147,7 @@ pub use bulk::BulkStats;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use db::{ModelInfo, Snapshot, Stats, VerifyReport, DB};
 pub use error::{Error, Result};
+pub use family::ColumnFamily;
 pub use iter::{DbIterator, Scan, ScanKeys};
 pub use options::{Options, WriteOptions};
 /// Record-store options (`pith-zip`'s), the type of [`Options::flush_zip`]

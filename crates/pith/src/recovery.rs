@@ -18,8 +18,9 @@
 //!    are kept for inspection.
 //! 5. Open and check every live segment against its manifest entry.
 //! 6. Replay every log at or after the manifest's log number (including
-//!    logs renamed `.wal.torn`) into one memtable, which becomes the first
-//!    frozen memtable: the background thread builds it into a segment, and
+//!    logs renamed `.wal.torn`) into one memtable per column family (a
+//!    write to a family dropped since is skipped), which become the first
+//!    frozen generation: the background thread builds them into segments, and
 //!    only then are its logs removed (at once, when they hold nothing the
 //!    segments lack). So open writes no segment and needs almost no space.
 //!    A log whose tail was torn is renamed `.wal.torn` (read-write) and
@@ -38,7 +39,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Condvar, Mutex, RwLock};
 
-use crate::core::{Bg, Inner, Queue, State};
+use crate::core::{Bg, Inner, Queue, State, Tree};
 use crate::env::{FileLock, Fs};
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind, LOCK, MANIFEST_TMP};
@@ -105,29 +106,38 @@ pub(crate) fn open(
     if !read_only {
         fs.sync_dir(dir).map_err(io(dir))?;
     }
-    let frozen = if view.recovered.is_empty() {
+    let rebuild = view.trees.iter().any(|t| !t.recovered.is_empty());
+    if !rebuild && !read_only {
         // The logs hold nothing the segments lack: no build is needed.
         // Torn ones stay for inspection.
-        if !read_only {
-            for p in &view.plain_logs {
-                fs.remove(p).map_err(io(p))?;
-            }
+        for p in &view.plain_logs {
+            fs.remove(p).map_err(io(p))?;
         }
-        Vec::new()
-    } else {
-        vec![Arc::new(view.recovered)]
-    };
+    }
+    let trees = view
+        .trees
+        .into_iter()
+        .map(|t| Tree {
+            id: t.id,
+            name: t.name,
+            mem: Arc::new(Memtable::new(mem_number)),
+            // Every family's memtable of the recovered generation, empty
+            // ones too: the default family's frozen list holds every
+            // generation.
+            frozen: match rebuild {
+                true => vec![Arc::new(t.recovered)],
+                false => Vec::new(),
+            },
+            segments: t.segments,
+            model: t.model,
+        })
+        .collect();
     let inner = Arc::new(Inner {
         dir: dir.to_path_buf(),
         options,
         fs,
         read_only,
-        state: RwLock::new(Arc::new(State {
-            model: view.models.get(&view.m.current_model).cloned(),
-            mem: Arc::new(Memtable::new(mem_number)),
-            frozen,
-            segments: view.segments,
-        })),
+        state: RwLock::new(Arc::new(State { trees })),
         last_seq: AtomicU64::new(view.last_seq),
         queue: Mutex::new(Queue::default()),
         queue_cv: Condvar::new(),
@@ -141,17 +151,25 @@ pub(crate) fn open(
     Ok((inner, view.report))
 }
 
-/// What a database directory holds, loaded: the manifest, its models and
-/// segments, and the logs replayed into one memtable.
+/// What a database directory holds, loaded: the manifest, and per column
+/// family its segments and current model, and the logs replayed into a
+/// memtable.
 struct View {
     m: Manifest,
-    models: BTreeMap<u64, Arc<ModelFile>>,
-    segments: Vec<Arc<Segment>>,
-    recovered: Memtable,
+    trees: Vec<LoadedTree>,
     last_seq: u64,
     /// Replayed logs that are not torn: removable once nothing needs them.
     plain_logs: Vec<PathBuf>,
     report: RecoveryReport,
+}
+
+/// One column family as loaded.
+struct LoadedTree {
+    id: u32,
+    name: Arc<str>,
+    segments: Vec<Arc<Segment>>,
+    model: Option<Arc<ModelFile>>,
+    recovered: Memtable,
 }
 
 /// Times a read-only open retries when a writer changes the database
@@ -229,10 +247,7 @@ fn load_view(fs: &Arc<dyn Fs>, dir: &Path, options: &Options, read_only: bool) -
             })
         }
         None => {
-            let m = Manifest {
-                next_file: 1,
-                ..Manifest::default()
-            };
+            let m = Manifest::new();
             m.write(&**fs, dir)?;
             m
         }
@@ -310,32 +325,66 @@ fn load_view(fs: &Arc<dyn Fs>, dir: &Path, options: &Options, read_only: bool) -
         models.insert(n, file);
     }
     let lookup = |n: u64| models.get(&n).cloned();
-    let mut segments = Vec::with_capacity(m.segments.len());
+    let replayed: Vec<u64> = logs.keys().copied().collect();
+    let mut trees: Vec<LoadedTree> = m
+        .families
+        .iter()
+        .map(|f| LoadedTree {
+            id: f.id,
+            name: Arc::from(f.name.as_str()),
+            segments: Vec::new(),
+            model: models.get(&f.current_model).cloned(),
+            recovered: Memtable::with_logs(replayed.clone()),
+        })
+        .collect();
     for e in &m.segments {
         let path = filename::path(dir, e.number, FileKind::Segment);
         let s = Segment::open(fs, &path, e.number, &lookup, options.resident_index)?;
-        if crate::core::entry_of(&s) != *e {
-            return Err(Error::corrupt(
-                &path,
-                0,
-                "segment does not match its manifest entry",
-            ));
+        let tree = trees.iter_mut().find(|t| t.id == e.family);
+        match tree {
+            Some(t) if crate::core::entry_of(e.family, &s) == *e => t.segments.push(Arc::new(s)),
+            _ => {
+                return Err(Error::corrupt(
+                    &path,
+                    0,
+                    "segment does not match its manifest entry",
+                ))
+            }
         }
-        segments.push(Arc::new(s));
     }
 
     let mut report = RecoveryReport::default();
-    let recovered = Memtable::with_logs(logs.keys().copied().collect());
     let mut last_seq = m.last_seq;
     let mut floor = 0;
+    let mut unknown_family = None;
     // Replayed logs that are not torn: removable once nothing needs them.
     let mut plain_logs = Vec::new();
     for (&n, path) in &logs {
         let r = wal::replay(&**fs, path, floor, |seq, op| {
-            if seq > m.last_seq {
-                recovered.insert(op.key, seq, op.kind, op.value, op.deadline);
+            if seq <= m.last_seq {
+                return;
+            }
+            match trees.iter().find(|t| t.id == op.family) {
+                Some(t) => t
+                    .recovered
+                    .insert(op.key, seq, op.kind, op.value, op.deadline),
+                // A family dropped after the write: skipped, as the write
+                // path skips it. (Ids are never reused, and one past
+                // `next_family` cannot be in a log: a family is in the
+                // manifest before its first write.)
+                None => {
+                    unknown_family =
+                        unknown_family.or(Some(op.family).filter(|&f| f >= m.next_family))
+                }
             }
         })?;
+        if let Some(f) = unknown_family {
+            return Err(Error::corrupt(
+                path,
+                0,
+                format!("log writes to column family {f}, which was never created"),
+            ));
+        }
         floor = floor.max(r.last_seq);
         last_seq = last_seq.max(r.last_seq);
         report.logs += 1;
@@ -363,9 +412,7 @@ fn load_view(fs: &Arc<dyn Fs>, dir: &Path, options: &Options, read_only: bool) -
     }
     Ok(View {
         m,
-        models,
-        segments,
-        recovered,
+        trees,
         last_seq,
         plain_logs,
         report,

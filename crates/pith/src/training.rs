@@ -1,6 +1,8 @@
 //! When the database trains a shared compression model, and training it.
 //!
-//! Segments are encoded with the database's current model (see
+//! Each column family has its own models (an index's keys and a column
+//! group's values are different kinds of data); everything below is per
+//! family. Segments are encoded with the family's current model (see
 //! `model_file`), so flushes and merges never train on the write path's
 //! critical data; a model is trained only when one of these holds, checked
 //! on each flush and once per bulk load, on an evenly strided sample of
@@ -46,7 +48,7 @@
 
 use std::sync::Arc;
 
-use crate::core::{Bg, Edit, Inner, State};
+use crate::core::{Bg, Edit, Inner, Tree};
 use crate::error::{Error, Result};
 use crate::memtable::Memtable;
 use crate::merge::MemSource;
@@ -86,8 +88,8 @@ enum Reason {
 
 /// Decides how to encode the values of `source` (a flush or a bulk-load
 /// chunk), training a new model when a rule above says so.
-pub(crate) fn coding_for(inner: &Inner, source: &dyn GroupSource) -> Result<Coding> {
-    let current = inner.current().model.clone();
+pub(crate) fn coding_for(inner: &Inner, family: u32, source: &dyn GroupSource) -> Result<Coding> {
+    let current = inner.with_state(|st| st.tree(family).and_then(|t| t.model.clone()));
     if !inner.options.shared_models {
         return Ok(Coding {
             model: None,
@@ -149,19 +151,20 @@ pub(crate) fn early_training_bytes(o: &Options) -> Option<usize> {
 /// True when the flush thread should train the first model from the live
 /// memtable now (see [`train_early`]): shared models on, no model
 /// yet, not tried on this memtable, and it holds enough.
-pub(crate) fn early_training_due(st: &State, bg: &Bg, o: &Options) -> bool {
+pub(crate) fn early_training_due(t: &Tree, bg: &Bg, o: &Options) -> bool {
     o.shared_models
-        && st.model.is_none()
-        && bg.trained_early_from != Some(st.mem.oldest_log())
-        && early_training_bytes(o).is_some_and(|at| st.mem.approximate_bytes() >= at)
+        && t.model.is_none()
+        && bg.trained_early_from.get(&t.id) != Some(&t.mem.oldest_log())
+        && early_training_bytes(o).is_some_and(|at| t.mem.approximate_bytes() >= at)
 }
 
 /// Trains the first model from `mem`, the live memtable (read while
 /// writes go on), for the flush of a full memtable, and makes it current.
 /// Does nothing when a model appeared meanwhile or the sample is too
 /// small.
-pub(crate) fn train_early(inner: &Inner, mem: &Memtable) -> Result<()> {
-    if !inner.options.shared_models || inner.current().model.is_some() {
+pub(crate) fn train_early(inner: &Inner, family: u32, mem: &Memtable) -> Result<()> {
+    let has_model = inner.with_state(|st| st.tree(family).is_none_or(|t| t.model.is_some()));
+    if !inner.options.shared_models || has_model {
         return Ok(());
     }
     let snapshots = inner.snapshot_list();
@@ -180,7 +183,7 @@ pub(crate) fn train_early(inner: &Inner, mem: &Memtable) -> Result<()> {
         .min(inner.options.memtable_bytes as u64);
     let file = train_model(inner, sample, expected, &zip)?;
     inner.apply(Edit {
-        model: Some(file),
+        models: vec![(family, file)],
         ..Edit::default()
     })
 }

@@ -30,7 +30,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use crate::batch::WriteBatch;
-use crate::core::{lock, Inner, Slot, State};
+use crate::core::{lock, Inner, Slot, State, Tree};
 use crate::error::{Error, Result};
 use crate::filename::FileKind;
 use crate::memtable::Memtable;
@@ -64,8 +64,8 @@ impl Inner {
         WriterRole { inner: self }
     }
 
-    /// Freezes the live memtable behind a new log. Caller holds the writer
-    /// role.
+    /// Freezes the live memtables (every family's: a generation) behind a
+    /// new log. Caller holds the writer role.
     pub(crate) fn switch_memtable(&self) -> Result<()> {
         let number = self.new_file_number();
         let path = self.file(number, FileKind::Wal);
@@ -95,10 +95,15 @@ impl Inner {
         *slot = Some(wal);
         drop(slot);
         self.set_state(|st| State {
-            model: st.model.clone(),
-            mem: Arc::new(Memtable::new(number)),
-            frozen: st.frozen.iter().cloned().chain([st.mem.clone()]).collect(),
-            segments: st.segments.clone(),
+            trees: st
+                .trees
+                .iter()
+                .map(|t| Tree {
+                    mem: Arc::new(Memtable::new(number)),
+                    frozen: t.frozen.iter().cloned().chain([t.mem.clone()]).collect(),
+                    ..t.clone()
+                })
+                .collect(),
         });
         self.notify_bg();
         Ok(())
@@ -115,14 +120,22 @@ impl Inner {
                 return Err(Error::Closing);
             }
             let st = self.current();
-            if st.mem.approximate_bytes() < self.options.memtable_bytes {
-                if crate::training::early_training_due(&st, &bg, &self.options) {
+            let live: usize = st.trees.iter().map(|t| t.mem.approximate_bytes()).sum();
+            if live < self.options.memtable_bytes {
+                if st
+                    .trees
+                    .iter()
+                    .any(|t| crate::training::early_training_due(t, &bg, &self.options))
+                {
                     self.bg_cv.notify_all();
                 }
                 return Ok(());
             }
-            if st.frozen.len() < self.options.max_frozen_memtables
-                && st.segments.len() < self.options.stall_segments
+            if st.frozen_generations() < self.options.max_frozen_memtables
+                && st
+                    .trees
+                    .iter()
+                    .all(|t| t.segments.len() < self.options.stall_segments)
             {
                 drop(bg);
                 return self.switch_memtable();
@@ -153,7 +166,7 @@ impl Inner {
     fn commit_group(&self, group: &[Arc<Slot>]) -> Result<()> {
         self.check_writable()?;
         self.make_room()?;
-        let mem = self.current().mem.clone();
+        let st = self.current();
         let mut slot = lock(&self.wal);
         let wal = slot.as_mut().ok_or_else(|| Error::ReadOnly {
             path: self.dir.clone(),
@@ -179,7 +192,11 @@ impl Inner {
         for s in group {
             let b = lock(&s.batch);
             for op in b.ops() {
-                mem.insert(op.key, seq, op.kind, op.value, op.deadline);
+                // A family dropped since the batch was checked: its
+                // operations are logged, and skipped here as at recovery.
+                if let Some(t) = st.tree(op.family) {
+                    t.mem.insert(op.key, seq, op.kind, op.value, op.deadline);
+                }
                 seq += 1;
             }
         }
@@ -193,6 +210,14 @@ impl Inner {
             return Ok(());
         }
         self.check_writable()?;
+        if !batch.families().is_empty() {
+            let st = self.current();
+            if let Some(gone) = batch.families().iter().find(|f| st.tree(f.id).is_none()) {
+                return Err(Error::NoSuchFamily {
+                    name: gone.name().into(),
+                });
+            }
+        }
         let len = batch.encoded_len();
         if len > MAX_RECORD {
             return Err(Error::InvalidArgument(format!(

@@ -14,12 +14,20 @@ fn real_files() -> Vec<(String, Vec<u8>)> {
         )
         .expect("put");
     }
+    // A second column family: a version 3 manifest, and log records of
+    // kind 3.
+    let family = db.create_family("f").expect("family");
+    for i in 0..40u32 {
+        db.put_cf(&family, format!("f{i:03}"), "in a family")
+            .expect("put");
+    }
     let snap = db.snapshot();
     for i in 0..50u32 {
         db.delete(format!("key{i:04}")).expect("delete");
     }
     db.flush().expect("flush");
     db.put("tail", "in the log").expect("put");
+    db.put_cf(&family, "tail", "in the log too").expect("put");
     drop(snap);
     let mut out = Vec::new();
     for e in std::fs::read_dir(dir.path()).expect("read_dir") {

@@ -17,7 +17,9 @@
 //!
 //! Operations apply to 48 keys; batches hold 1-4 puts and deletes, so a
 //! half-applied batch is a state the model never passed through and is
-//! caught. Some puts carry a deadline, through the log, flushes and merges:
+//! caught. Keys 32 to 47 live in a second column family (created with the
+//! database), so batches span families, flushes build a generation of two
+//! memtables, and recovery replays both from one log. Some puts carry a deadline, through the log, flushes and merges:
 //! one in 2100, which is stored and never reached, or one in 1970, which
 //! makes the put read as a delete (and builds turn it into a tombstone).
 
@@ -26,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::env::{CallKind, FaultFs, Injected, MemFs};
-use crate::{Options, WriteBatch, WriteOptions, DB};
+use crate::{ColumnFamily, Options, WriteBatch, WriteOptions, DB};
 
 /// One operation of a sequence.
 #[derive(Clone, Debug)]
@@ -156,6 +158,21 @@ fn key(k: u8) -> Vec<u8> {
     format!("key{:03}", k % 48).into_bytes()
 }
 
+/// The second column family, and the first key index in it.
+const SIDE: &str = "side";
+const SIDE_FROM: u8 = 32;
+
+/// True when key `k` lives in the second family.
+fn in_side(k: u8) -> bool {
+    k % 48 >= SIDE_FROM
+}
+
+/// The second family's handle in `db`; it must survive every recovery.
+fn side(db: &DB) -> ColumnFamily {
+    db.family(SIDE)
+        .unwrap_or_else(|| panic!("column family {SIDE:?} is gone after a recovery"))
+}
+
 impl Default for Driver {
     fn default() -> Self {
         Driver::new()
@@ -186,10 +203,12 @@ impl Driver {
             summary: Summary::default(),
             options,
         };
-        d.db = Some(
-            d.open()
-                .expect("creating a database on a healthy file system"),
-        );
+        let db = d
+            .open()
+            .expect("creating a database on a healthy file system");
+        db.create_family(SIDE)
+            .expect("creating a family on a healthy file system");
+        d.db = Some(db);
         d
     }
 
@@ -268,7 +287,9 @@ impl Driver {
             Op::Write { ops, sync } => {
                 let mut batch = WriteBatch::new();
                 let mut next = self.model().clone();
+                let (side, default) = (side(db), db.default_family());
                 for &(k, put) in ops {
+                    let cf = if in_side(k) { &side } else { &default };
                     match put {
                         Some(len) => {
                             self.counter += 1;
@@ -276,21 +297,21 @@ impl Driver {
                             v.resize(usize::from(len % 700) + v.len(), b'a' + k % 26);
                             match len % 8 {
                                 1 => {
-                                    batch.put_expiring(key(k), &v, YEAR_2100_MS);
+                                    batch.put_expiring_cf(cf, key(k), &v, YEAR_2100_MS);
                                     next.insert(k % 48, v);
                                 }
                                 2 => {
-                                    batch.put_expiring(key(k), &v, 1);
+                                    batch.put_expiring_cf(cf, key(k), &v, 1);
                                     next.remove(&(k % 48));
                                 }
                                 _ => {
-                                    batch.put(key(k), &v);
+                                    batch.put_cf(cf, key(k), &v);
                                     next.insert(k % 48, v);
                                 }
                             }
                         }
                         None => {
-                            batch.delete(key(k));
+                            batch.delete_cf(cf, key(k));
                             next.remove(&(k % 48));
                         }
                     }
@@ -311,7 +332,14 @@ impl Driver {
                     Err(e) => self.expect_failure(&e),
                 }
             }
-            Op::Get(k) => match db.get(key(*k)) {
+            Op::Get(k) => match db.get_cf(
+                &if in_side(*k) {
+                    side(db)
+                } else {
+                    db.default_family()
+                },
+                key(*k),
+            ) {
                 Ok(v) => {
                     if !self.faulty {
                         assert_eq!(
@@ -500,17 +528,27 @@ fn injected(no_space: bool) -> Injected {
     }
 }
 
-/// The whole database as the model's map (keys back to their index).
+/// The whole database, both families, as the model's map (keys back to
+/// their index), read at one snapshot.
 fn scan(db: &DB) -> crate::Result<BTreeMap<u8, Vec<u8>>> {
     let mut out = BTreeMap::new();
-    for kv in db.range(None, None) {
-        let (k, v) = kv?;
-        let index = std::str::from_utf8(&k)
-            .ok()
-            .and_then(|s| s.strip_prefix("key"))
-            .and_then(|s| s.parse::<u8>().ok())
-            .unwrap_or_else(|| panic!("a key the driver never wrote: {k:?}"));
-        out.insert(index, v);
+    let snapshot = db.snapshot();
+    for cf in [db.default_family(), side(db)] {
+        for kv in db.range_cf_at(&cf, &snapshot, None, None)? {
+            let (k, v) = kv?;
+            let index = std::str::from_utf8(&k)
+                .ok()
+                .and_then(|s| s.strip_prefix("key"))
+                .and_then(|s| s.parse::<u8>().ok())
+                .filter(|&i| in_side(i) == (cf.name() == SIDE))
+                .unwrap_or_else(|| {
+                    panic!(
+                        "a key the driver never wrote in family {}: {k:?}",
+                        cf.name()
+                    )
+                });
+            out.insert(index, v);
+        }
     }
     Ok(out)
 }
