@@ -1,0 +1,296 @@
+//! Whole-table work: loading many rows, building a new index from the
+//! rows, checking that rows and indexes agree, and sizes.
+//!
+//! Loading into an empty table takes the bulk path: every row is checked
+//! and encoded, primary keys and unique index values are checked for
+//! duplicates among themselves (sorted), and each family is bulk-loaded
+//! (`DB::try_bulk_load_cf`: sorted segments, no log). The rows are held
+//! in memory meanwhile (about twice their encoded size). Loading into a
+//! table that has rows inserts them in batches instead, checked like any
+//! insert. Either way, a bad row stops the load with an error naming its
+//! line and column; a bulk load writes nothing before every row is
+//! checked.
+
+use crate::error::{Error, Result};
+use crate::keycode;
+use crate::schema::Schema;
+use crate::table::{escape, Table};
+use crate::value::Value;
+
+/// What a load did.
+#[derive(Clone, Debug, Default)]
+pub struct LoadStats {
+    /// Rows loaded.
+    pub rows: u64,
+    /// Whether the bulk path was taken.
+    pub bulk: bool,
+}
+
+/// Sizes of one column group or index, from [`Table::stats`].
+#[derive(Clone, Debug)]
+pub struct FamilyStats {
+    /// `group` or `index`.
+    pub kind: &'static str,
+    /// Its name.
+    pub name: String,
+    /// Entries (rows, for a group).
+    pub entries: u64,
+    /// Bytes of keys and values written to its segments.
+    pub raw_bytes: u64,
+    /// Bytes of its segment files.
+    pub stored_bytes: u64,
+}
+
+impl FamilyStats {
+    /// Raw over stored bytes.
+    pub fn ratio(&self) -> f64 {
+        self.raw_bytes as f64 / self.stored_bytes.max(1) as f64
+    }
+}
+
+impl Table {
+    /// Loads `rows` (each with where it came from, for errors: `line 7`),
+    /// calling `progress` with the rows read so far now and then.
+    pub fn load<I>(&self, rows: I, progress: &mut dyn FnMut(u64)) -> Result<LoadStats>
+    where
+        I: IntoIterator<Item = Result<(String, Vec<Value>)>>,
+    {
+        let _w = self.lock();
+        let empty = self.db.count_keys_cf(&self.groups[0])? == 0;
+        if !empty {
+            drop(_w);
+            return self.load_by_inserts(rows, progress);
+        }
+        let s = &self.schema;
+        let mut pks: Vec<(Vec<u8>, usize)> = Vec::new();
+        let mut labels: Vec<String> = Vec::new();
+        let mut groups: Vec<Vec<(Vec<u8>, Vec<u8>)>> = vec![Vec::new(); self.groups.len()];
+        let mut indexes: Vec<Vec<(Vec<u8>, Vec<u8>)>> = vec![Vec::new(); self.indexes.len()];
+        for (n, row) in rows.into_iter().enumerate() {
+            let (label, row) = row?;
+            self.check_row(&row).map_err(|e| relabel(e, &label))?;
+            let pk = self.pk_key(&row);
+            for (g, out) in groups.iter_mut().enumerate() {
+                out.push((pk.clone(), self.group_value(g, &row)));
+            }
+            for (i, out) in indexes.iter_mut().enumerate() {
+                out.push(self.index_entry(i, &row, &pk));
+            }
+            pks.push((pk, n));
+            labels.push(label);
+            if n % 4096 == 4095 {
+                progress(n as u64 + 1);
+            }
+        }
+        let duplicate = |n: usize, index: &str| Error::Duplicate {
+            table: s.name.clone(),
+            row: labels[n].clone(),
+            index: index.into(),
+        };
+        pks.sort();
+        if let Some(w) = pks.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(duplicate(w[1].1, "primary key"));
+        }
+        for (i, entries) in indexes.iter().enumerate() {
+            if !s.indexes[i].unique {
+                continue;
+            }
+            let mut keys: Vec<(&[u8], usize)> =
+                entries.iter().enumerate().map(|(n, (k, _))| (&k[..], n)).collect();
+            keys.sort();
+            if let Some(w) = keys.windows(2).find(|w| w[0].0 == w[1].0) {
+                return Err(duplicate(w[1].1, &s.indexes[i].name));
+            }
+        }
+        let rows = pks.len() as u64;
+        drop(pks);
+        for (cf, entries) in self.groups.iter().zip(groups).chain(self.indexes.iter().zip(indexes)) {
+            self.db
+                .try_bulk_load_cf(cf, entries.into_iter().map(Ok::<_, pith::Error>))?;
+        }
+        progress(rows);
+        Ok(LoadStats { rows, bulk: true })
+    }
+
+    fn load_by_inserts<I>(&self, rows: I, progress: &mut dyn FnMut(u64)) -> Result<LoadStats>
+    where
+        I: IntoIterator<Item = Result<(String, Vec<Value>)>>,
+    {
+        let mut n = 0;
+        for row in rows {
+            let (label, row) = row?;
+            self.insert(&row).map_err(|e| relabel(e, &label))?;
+            n += 1;
+            if n % 4096 == 0 {
+                progress(n);
+            }
+        }
+        progress(n);
+        Ok(LoadStats {
+            rows: n,
+            bulk: false,
+        })
+    }
+
+    /// Checks that every index entry names an existing row holding that
+    /// value, and that every row is in every index; returns the rows.
+    pub fn verify(&self) -> Result<u64> {
+        let snap = self.db.snapshot();
+        let s = &self.schema;
+        let groups = self.index_groups();
+        let mut rows = 0u64;
+        let inconsistent = |index: &str, detail: String| Error::Inconsistent {
+            table: s.name.clone(),
+            index: index.into(),
+            detail,
+        };
+        for kv in self.db.range_cf_at(&self.groups[0], &snap, None, None)?.keys() {
+            let pk = kv?;
+            rows += 1;
+            let all: Vec<usize> = (0..self.groups.len()).collect();
+            let row = self
+                .read_row(Some(&snap), &pk, &all)?
+                .ok_or_else(|| self.corrupt("group default", &pk))?;
+            for (i, ix) in s.indexes.iter().enumerate() {
+                let (key, value) = self.index_entry(i, &row, &pk);
+                let stored = self.db.get_cf_at(&self.indexes[i], &snap, &key)?;
+                if stored.as_deref() != Some(&value[..]) {
+                    return Err(inconsistent(
+                        &ix.name,
+                        format!("{} has no entry {}", self.label_of(&pk), escape(&key)),
+                    ));
+                }
+            }
+        }
+        for (i, ix) in s.indexes.iter().enumerate() {
+            let mut entries = 0u64;
+            for kv in self.db.range_cf_at(&self.indexes[i], &snap, None, None)? {
+                let (key, value) = kv?;
+                entries += 1;
+                let pk = match ix.unique {
+                    true => value,
+                    false => {
+                        let mut rest = &key[..];
+                        keycode::decode_all(&mut rest, &self.index_types(i))
+                            .ok_or_else(|| self.corrupt(&format!("index {}", ix.name), &key))?;
+                        rest.to_vec()
+                    }
+                };
+                let row = self.read_row(Some(&snap), &pk, &groups)?.ok_or_else(|| {
+                    inconsistent(
+                        &ix.name,
+                        format!("entry {} names a row that does not exist", escape(&key)),
+                    )
+                })?;
+                if self.index_entry(i, &row, &pk).0 != key {
+                    return Err(inconsistent(
+                        &ix.name,
+                        format!("entry {} does not match its row's values", escape(&key)),
+                    ));
+                }
+            }
+            if entries != rows {
+                return Err(inconsistent(
+                    &ix.name,
+                    format!("{entries} entries for {rows} rows"),
+                ));
+            }
+        }
+        Ok(rows)
+    }
+
+    /// Sizes of every column group and index.
+    pub fn stats(&self) -> Result<Vec<FamilyStats>> {
+        let s = &self.schema;
+        let named = s
+            .groups
+            .iter()
+            .map(|g| ("group", &g.name))
+            .chain(s.indexes.iter().map(|i| ("index", &i.name)));
+        let mut out = Vec::new();
+        for ((kind, name), cf) in named.zip(self.groups.iter().chain(&self.indexes)) {
+            let st = self.db.stats_cf(cf)?;
+            out.push(FamilyStats {
+                kind,
+                name: name.clone(),
+                entries: self.db.count_keys_cf(cf)?,
+                raw_bytes: st.total(|x| x.raw_key_bytes + x.raw_value_bytes),
+                stored_bytes: st.total(|x| x.file_bytes),
+            });
+        }
+        Ok(out)
+    }
+
+    /// The primary key encoding `pk` as a label.
+    fn label_of(&self, pk: &[u8]) -> String {
+        let mut rest = pk;
+        match keycode::decode_all(&mut rest, &self.pk_types()) {
+            Some(values) => self.label(&values),
+            None => format!("row {}", escape(pk)),
+        }
+    }
+}
+
+/// Builds the entries of indexes `new` (positions in `t`'s schema) from
+/// every row. Caller holds the table's write lock.
+pub(crate) fn build_indexes(t: &Table, new: &[usize]) -> Result<()> {
+    if new.is_empty() {
+        return Ok(());
+    }
+    let snap = t.db.snapshot();
+    let schema: &Schema = &t.schema;
+    let cols: Vec<usize> = new
+        .iter()
+        .flat_map(|&i| schema.indexes[i].columns.iter().copied())
+        .collect();
+    let groups = t.groups_for(&cols);
+    let mut batch = pith::WriteBatch::new();
+    // The new families start empty: a unique value is taken only by an
+    // earlier row of this build.
+    let mut seen: Vec<std::collections::HashSet<Vec<u8>>> = vec![Default::default(); new.len()];
+    for kv in t.db.range_cf_at(&t.groups[0], &snap, None, None)?.keys() {
+        let pk = kv?;
+        let row = t
+            .read_row(Some(&snap), &pk, &groups)?
+            .ok_or_else(|| t.corrupt("group default", &pk))?;
+        for (n, &i) in new.iter().enumerate() {
+            let (key, value) = t.index_entry(i, &row, &pk);
+            if schema.indexes[i].unique && !seen[n].insert(key.clone()) {
+                return Err(Error::Duplicate {
+                    table: schema.name.clone(),
+                    row: t.label_of(&pk),
+                    index: schema.indexes[i].name.clone(),
+                });
+            }
+            batch.put_cf(&t.indexes[i], key, value);
+        }
+        if batch.encoded_len() > 1 << 20 {
+            t.db.write(pith::WriteOptions::default(), std::mem::take(&mut batch))?;
+        }
+    }
+    t.db.write(pith::WriteOptions::synced(), batch)?;
+    Ok(())
+}
+
+/// `e` with its row named by `label` (where the row came from).
+fn relabel(e: Error, label: &str) -> Error {
+    match e {
+        Error::Value {
+            table,
+            row,
+            column,
+            detail,
+        } => Error::Value {
+            table,
+            row: format!("{label} {row}"),
+            column,
+            detail,
+        },
+        Error::Duplicate { table, row, index } => Error::Duplicate {
+            table,
+            row: format!("{label} {row}"),
+            index,
+        },
+        other => other,
+    }
+}

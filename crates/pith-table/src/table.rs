@@ -1,0 +1,510 @@
+//! A table's rows and indexes in their column families, and the writes
+//! that keep them in step.
+//!
+//! Storage (each a column family of the database):
+//!
+//! * one family per column group: key = the primary key's memcomparable
+//!   encoding (`keycode`), value = the group's columns (`rowcode`). The
+//!   `default` group's family is where a row *exists*: every row has an
+//!   entry there, even with no column in it; a group added later has no
+//!   entry for older rows, which read as nulls there.
+//! * one family per index: key = the index columns' encoding, then (for a
+//!   non-unique index) the primary key's, value = the primary key's
+//!   encoding for a unique index, empty otherwise.
+//!
+//! Every write (insert, upsert, update, delete) is one `WriteBatch` over
+//! the row's groups and every index entry it changes, so readers and
+//! recovery see all of it or none. Writes to one table are serialized by
+//! its write lock, held from the checks (primary key and unique indexes
+//! free) to the commit, so unique constraints hold under concurrent
+//! writers; reads take a snapshot and never wait.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use pith::{ColumnFamily, Snapshot, WriteBatch, WriteOptions, DB};
+
+use crate::error::{Error, Result};
+use crate::keycode;
+use crate::rowcode;
+use crate::schema::{Column, ColumnType, Schema};
+use crate::value::Value;
+
+/// One open table. Cheap to clone; all clones share the write lock.
+#[derive(Clone)]
+pub struct Table {
+    pub(crate) db: Arc<DB>,
+    pub(crate) schema: Arc<Schema>,
+    /// One family per column group, in schema order (`default` first).
+    pub(crate) groups: Vec<ColumnFamily>,
+    /// One family per index, in schema order.
+    pub(crate) indexes: Vec<ColumnFamily>,
+    pub(crate) write: Arc<Mutex<()>>,
+    pub(crate) write_options: WriteOptions,
+}
+
+impl Table {
+    /// The table's schema.
+    pub fn schema(&self) -> &Schema {
+        &self.schema
+    }
+
+    /// The database the table lives in.
+    pub fn db(&self) -> &Arc<DB> {
+        &self.db
+    }
+
+    /// The same table, each write fsynced before it returns (or not).
+    pub fn synced(mut self, sync: bool) -> Table {
+        self.write_options = WriteOptions { sync };
+        self
+    }
+
+    /// The column positions of `names`, or a typed error naming the
+    /// unknown one.
+    pub fn columns(&self, names: &[&str]) -> Result<Vec<usize>> {
+        names
+            .iter()
+            .map(|n| {
+                self.schema.column(n).ok_or_else(|| Error::UnknownColumn {
+                    table: self.schema.name.clone(),
+                    row: "a query".into(),
+                    column: (*n).into(),
+                })
+            })
+            .collect()
+    }
+
+    /// Every column, in schema order.
+    pub fn all_columns(&self) -> Vec<usize> {
+        (0..self.schema.columns.len()).collect()
+    }
+
+    /// A row from a JSON object (column name -> value), checked against
+    /// the schema: unknown columns, values that do not fit and missing
+    /// non-nullable columns are errors naming `row` (where it came from).
+    pub fn row_from_json(
+        &self,
+        obj: &serde_json::Map<String, serde_json::Value>,
+        row: &str,
+    ) -> Result<Vec<Value>> {
+        let s = &self.schema;
+        if let Some(k) = obj.keys().find(|k| s.column(k).is_none()) {
+            return Err(Error::UnknownColumn {
+                table: s.name.clone(),
+                row: row.into(),
+                column: k.clone(),
+            });
+        }
+        s.columns
+            .iter()
+            .map(|c| match obj.get(&c.name) {
+                None if c.nullable => Ok(Value::Null),
+                None => Err(Error::MissingColumn {
+                    table: s.name.clone(),
+                    row: row.into(),
+                    column: c.name.clone(),
+                }),
+                Some(j) => Value::from_json(j, c).map_err(|detail| Error::Value {
+                    table: s.name.clone(),
+                    row: row.into(),
+                    column: c.name.clone(),
+                    detail,
+                }),
+            })
+            .collect()
+    }
+
+    /// A row's values as a JSON object of the columns at `columns`.
+    pub fn row_to_json(&self, columns: &[usize], values: &[Value]) -> serde_json::Value {
+        let mut o = serde_json::Map::new();
+        for (&c, v) in columns.iter().zip(values) {
+            let col = &self.schema.columns[c];
+            o.insert(col.name.clone(), v.to_json(col.ty));
+        }
+        serde_json::Value::Object(o)
+    }
+
+    /// Inserts `row` (every column, in schema order). Fails with
+    /// [`Error::Duplicate`] when its primary key or a unique index value is
+    /// taken; nothing is written then.
+    pub fn insert(&self, row: &[Value]) -> Result<()> {
+        let label = self.check_row(row)?;
+        let _w = self.lock();
+        let pk = self.pk_key(row);
+        if self.db.contains_cf(&self.groups[0], &pk)? {
+            return Err(self.duplicate(&label, "primary key"));
+        }
+        let mut batch = WriteBatch::new();
+        for i in 0..self.indexes.len() {
+            let (key, value) = self.index_entry(i, row, &pk);
+            if self.schema.indexes[i].unique && self.db.contains_cf(&self.indexes[i], &key)? {
+                return Err(self.duplicate(&label, &self.schema.indexes[i].name));
+            }
+            batch.put_cf(&self.indexes[i], key, value);
+        }
+        for g in 0..self.groups.len() {
+            batch.put_cf(&self.groups[g], &pk, self.group_value(g, row));
+        }
+        self.db.write(self.write_options, batch)?;
+        Ok(())
+    }
+
+    /// Inserts `row`, or replaces the row with its primary key (its index
+    /// entries follow). Fails only when a unique index value is taken by
+    /// another row.
+    pub fn upsert(&self, row: &[Value]) -> Result<()> {
+        let label = self.check_row(row)?;
+        let _w = self.lock();
+        let pk = self.pk_key(row);
+        let old = self.read_row(None, &pk, &self.index_groups())?;
+        self.replace(&label, &pk, old.as_deref(), row, None)
+    }
+
+    /// Sets the columns in `changes` (position, value) of the row with
+    /// primary key `key`, rewriting only the groups they are in and the
+    /// index entries whose values change. A primary key column cannot
+    /// change (delete and insert instead).
+    pub fn update(&self, key: &[Value], changes: &[(usize, Value)]) -> Result<()> {
+        let pk = self.key_of(key)?;
+        let label = self.label(key);
+        if let Some((c, _)) = changes
+            .iter()
+            .find(|(c, _)| self.schema.primary_key.contains(c) || *c >= self.schema.columns.len())
+        {
+            let name = self
+                .schema
+                .columns
+                .get(*c)
+                .map_or_else(|| format!("#{c}"), |col| col.name.clone());
+            return Err(Error::Value {
+                table: self.schema.name.clone(),
+                row: label,
+                column: name,
+                detail: "an update cannot change a primary key column (delete and insert instead)"
+                    .into(),
+            });
+        }
+        let _w = self.lock();
+        let all: Vec<usize> = (0..self.groups.len()).collect();
+        let old = self.read_row(None, &pk, &all)?.ok_or_else(|| Error::NoSuchRow {
+            table: self.schema.name.clone(),
+            row: label.clone(),
+        })?;
+        let mut row = old.clone();
+        for (c, v) in changes {
+            row[*c] = v.clone();
+        }
+        self.check_row(&row)?;
+        let touched: Vec<usize> = (0..self.groups.len())
+            .filter(|&g| {
+                changes
+                    .iter()
+                    .any(|(c, _)| self.schema.groups[g].columns.contains(c))
+            })
+            .collect();
+        self.replace(&label, &pk, Some(&old), &row, Some(&touched))
+    }
+
+    /// Deletes the row with primary key `key` and its index entries; false
+    /// when there was none.
+    pub fn delete(&self, key: &[Value]) -> Result<bool> {
+        let pk = self.key_of(key)?;
+        let _w = self.lock();
+        let Some(old) = self.read_row(None, &pk, &self.index_groups())? else {
+            return Ok(false);
+        };
+        let mut batch = WriteBatch::new();
+        for i in 0..self.indexes.len() {
+            let (k, _) = self.index_entry(i, &old, &pk);
+            batch.delete_cf(&self.indexes[i], k);
+        }
+        for g in &self.groups {
+            batch.delete_cf(g, &pk);
+        }
+        self.db.write(self.write_options, batch)?;
+        Ok(true)
+    }
+
+    /// The columns at `columns` of the row with primary key `key`, read
+    /// from only the groups they are in; `None` when there is no such row.
+    pub fn get(&self, key: &[Value], columns: &[usize]) -> Result<Option<Vec<Value>>> {
+        self.get_at(&self.db.snapshot(), key, columns)
+    }
+
+    /// [`Table::get`] as of `snapshot`.
+    pub fn get_at(
+        &self,
+        snapshot: &Snapshot,
+        key: &[Value],
+        columns: &[usize],
+    ) -> Result<Option<Vec<Value>>> {
+        let pk = self.key_of(key)?;
+        self.check_columns(columns)?;
+        let groups = self.groups_for(columns);
+        let row = self.read_row(Some(snapshot), &pk, &groups)?;
+        Ok(row.map(|r| columns.iter().map(|&c| r[c].clone()).collect()))
+    }
+
+    /// Writes `row` over `old` (the same primary key's row, at least its
+    /// index columns, if it exists): index entries that change are
+    /// replaced, unique ones checked; `groups` (all when `None`) are
+    /// rewritten. Caller holds the write lock.
+    fn replace(
+        &self,
+        label: &str,
+        pk: &[u8],
+        old: Option<&[Value]>,
+        row: &[Value],
+        groups: Option<&[usize]>,
+    ) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        for i in 0..self.indexes.len() {
+            let (key, value) = self.index_entry(i, row, pk);
+            let old_key = old.map(|o| self.index_entry(i, o, pk).0);
+            if old_key.as_ref() == Some(&key) {
+                continue;
+            }
+            if self.schema.indexes[i].unique && self.db.contains_cf(&self.indexes[i], &key)? {
+                return Err(self.duplicate(label, &self.schema.indexes[i].name));
+            }
+            if let Some(k) = old_key {
+                batch.delete_cf(&self.indexes[i], k);
+            }
+            batch.put_cf(&self.indexes[i], key, value);
+        }
+        let all: Vec<usize> = (0..self.groups.len()).collect();
+        for &g in groups.unwrap_or(&all) {
+            batch.put_cf(&self.groups[g], pk, self.group_value(g, row));
+        }
+        self.db.write(self.write_options, batch)?;
+        Ok(())
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, ()> {
+        self.write.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Checks a whole row against the schema; returns its label (its
+    /// primary key) for messages.
+    pub(crate) fn check_row(&self, row: &[Value]) -> Result<String> {
+        let s = &self.schema;
+        if row.len() != s.columns.len() {
+            return Err(Error::Value {
+                table: s.name.clone(),
+                row: "a row".into(),
+                column: "*".into(),
+                detail: format!(
+                    "{} values where the table has {} columns",
+                    row.len(),
+                    s.columns.len()
+                ),
+            });
+        }
+        let pk: Vec<Value> = s.primary_key.iter().map(|&c| row[c].clone()).collect();
+        let label = self.label(&pk);
+        for (v, c) in row.iter().zip(&s.columns) {
+            v.check(c).map_err(|detail| Error::Value {
+                table: s.name.clone(),
+                row: label.clone(),
+                column: c.name.clone(),
+                detail,
+            })?;
+        }
+        Ok(label)
+    }
+
+    /// Checks primary key values and returns their encoding.
+    pub(crate) fn key_of(&self, key: &[Value]) -> Result<Vec<u8>> {
+        let s = &self.schema;
+        let label = self.label(key);
+        if key.len() != s.primary_key.len() {
+            return Err(Error::Value {
+                table: s.name.clone(),
+                row: label,
+                column: "primary key".into(),
+                detail: format!(
+                    "{} values where the primary key has {} columns",
+                    key.len(),
+                    s.primary_key.len()
+                ),
+            });
+        }
+        for (v, &c) in key.iter().zip(&s.primary_key) {
+            v.check(&s.columns[c]).map_err(|detail| Error::Value {
+                table: s.name.clone(),
+                row: label.clone(),
+                column: s.columns[c].name.clone(),
+                detail,
+            })?;
+        }
+        Ok(keycode::encode_all(key, &self.pk_types()))
+    }
+
+    pub(crate) fn check_columns(&self, columns: &[usize]) -> Result<()> {
+        match columns.iter().find(|&&c| c >= self.schema.columns.len()) {
+            Some(c) => Err(Error::UnknownColumn {
+                table: self.schema.name.clone(),
+                row: "a query".into(),
+                column: format!("#{c}"),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// `key=value, ...` of primary key values, for messages.
+    pub(crate) fn label(&self, key: &[Value]) -> String {
+        let s = &self.schema;
+        let parts: Vec<String> = key
+            .iter()
+            .zip(&s.primary_key)
+            .map(|(v, &c)| format!("{}={}", s.columns[c].name, v.to_json(s.columns[c].ty)))
+            .collect();
+        format!("row ({})", parts.join(", "))
+    }
+
+    fn duplicate(&self, label: &str, index: &str) -> Error {
+        Error::Duplicate {
+            table: self.schema.name.clone(),
+            row: label.into(),
+            index: index.into(),
+        }
+    }
+
+    pub(crate) fn pk_types(&self) -> Vec<ColumnType> {
+        let s = &self.schema;
+        s.primary_key.iter().map(|&c| s.columns[c].ty).collect()
+    }
+
+    pub(crate) fn index_types(&self, i: usize) -> Vec<ColumnType> {
+        let s = &self.schema;
+        s.indexes[i].columns.iter().map(|&c| s.columns[c].ty).collect()
+    }
+
+    /// The primary key's encoding, from a whole row.
+    pub(crate) fn pk_key(&self, row: &[Value]) -> Vec<u8> {
+        let s = &self.schema;
+        let mut out = Vec::new();
+        for &c in &s.primary_key {
+            keycode::encode(&mut out, &row[c], s.columns[c].ty);
+        }
+        out
+    }
+
+    /// Index `i`'s entry for `row`, whose primary key encodes as `pk`.
+    pub(crate) fn index_entry(&self, i: usize, row: &[Value], pk: &[u8]) -> (Vec<u8>, Vec<u8>) {
+        let s = &self.schema;
+        let ix = &s.indexes[i];
+        let mut key = Vec::new();
+        for &c in &ix.columns {
+            keycode::encode(&mut key, &row[c], s.columns[c].ty);
+        }
+        match ix.unique {
+            true => (key, pk.to_vec()),
+            false => {
+                key.extend_from_slice(pk);
+                (key, Vec::new())
+            }
+        }
+    }
+
+    /// Group `g`'s value for `row`.
+    pub(crate) fn group_value(&self, g: usize, row: &[Value]) -> Vec<u8> {
+        let s = &self.schema;
+        let cols = &s.groups[g].columns;
+        let values: Vec<&Value> = cols.iter().map(|&c| &row[c]).collect();
+        let columns: Vec<&Column> = cols.iter().map(|&c| &s.columns[c]).collect();
+        rowcode::encode(&values, &columns)
+    }
+
+    /// The groups holding `columns` (none for primary key columns only).
+    pub(crate) fn groups_for(&self, columns: &[usize]) -> Vec<usize> {
+        let mut groups: Vec<usize> = columns
+            .iter()
+            .filter_map(|&c| self.schema.group_of(c))
+            .collect();
+        groups.sort_unstable();
+        groups.dedup();
+        groups
+    }
+
+    /// The groups holding some index's columns.
+    pub(crate) fn index_groups(&self) -> Vec<usize> {
+        let cols: Vec<usize> = self
+            .schema
+            .indexes
+            .iter()
+            .flat_map(|i| i.columns.iter().copied())
+            .collect();
+        self.groups_for(&cols)
+    }
+
+    /// The row with primary key encoding `pk`, as of `snapshot` (now when
+    /// `None`): every column, those of groups not in `groups` null. `None`
+    /// when the row does not exist.
+    pub(crate) fn read_row(
+        &self,
+        snapshot: Option<&Snapshot>,
+        pk: &[u8],
+        groups: &[usize],
+    ) -> Result<Option<Vec<Value>>> {
+        let s = &self.schema;
+        let get = |g: usize| -> Result<Option<Vec<u8>>> {
+            Ok(match snapshot {
+                Some(snap) => self.db.get_cf_at(&self.groups[g], snap, pk)?,
+                None => self.db.get_cf(&self.groups[g], pk)?,
+            })
+        };
+        let mut row = vec![Value::Null; s.columns.len()];
+        if !groups.contains(&0) {
+            // The default group is where a row exists.
+            let exists = match snapshot {
+                Some(snap) => self.db.get_cf_at(&self.groups[0], snap, pk)?.is_some(),
+                None => self.db.contains_cf(&self.groups[0], pk)?,
+            };
+            if !exists {
+                return Ok(None);
+            }
+        }
+        for &g in groups {
+            let Some(bytes) = get(g)? else {
+                if g == 0 {
+                    return Ok(None);
+                }
+                continue; // a group added after the row was written
+            };
+            let cols = &s.groups[g].columns;
+            let columns: Vec<&Column> = cols.iter().map(|&c| &s.columns[c]).collect();
+            let values = rowcode::decode(&bytes, &columns)
+                .ok_or_else(|| self.corrupt(&format!("group {}", s.groups[g].name), pk))?;
+            for (&c, v) in cols.iter().zip(values) {
+                row[c] = v;
+            }
+        }
+        let mut rest = pk;
+        let key = keycode::decode_all(&mut rest, &self.pk_types())
+            .filter(|_| rest.is_empty())
+            .ok_or_else(|| self.corrupt("primary key", pk))?;
+        for (&c, v) in s.primary_key.iter().zip(key) {
+            row[c] = v;
+        }
+        Ok(Some(row))
+    }
+
+    pub(crate) fn corrupt(&self, what: &str, key: &[u8]) -> Error {
+        Error::Corrupt {
+            table: self.schema.name.clone(),
+            what: what.into(),
+            detail: format!("entry {}", escape(key)),
+        }
+    }
+}
+
+/// Bytes as printable text, non-printing bytes as `\xNN`.
+pub(crate) fn escape(b: &[u8]) -> String {
+    b.iter()
+        .map(|&c| match c {
+            0x20..=0x7e if c != b'\\' => char::from(c).to_string(),
+            _ => format!("\\x{c:02x}"),
+        })
+        .collect()
+}
