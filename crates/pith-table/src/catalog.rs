@@ -173,7 +173,10 @@ impl Tables {
         let _w = old.lock();
         let mut created = Vec::new();
         let before = families_of(&old.schema);
-        for f in families_of(next).into_iter().filter(|f| !before.contains(f)) {
+        for f in families_of(next)
+            .into_iter()
+            .filter(|f| !before.contains(f))
+        {
             if let Some(orphan) = self.db.family(&f) {
                 // Left by an alter that crashed half way.
                 self.db.drop_family(&orphan)?;
@@ -241,6 +244,11 @@ fn families_of(schema: &Schema) -> Vec<String> {
         .groups
         .iter()
         .map(|g| group_family(&schema.name, &g.name))
-        .chain(schema.indexes.iter().map(|i| index_family(&schema.name, &i.name)))
+        .chain(
+            schema
+                .indexes
+                .iter()
+                .map(|i| index_family(&schema.name, &i.name)),
+        )
         .collect()
 }

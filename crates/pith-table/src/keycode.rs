@@ -30,10 +30,10 @@ const PRESENT: u8 = 0x01;
 pub fn encode(out: &mut Vec<u8>, v: &Value, ty: ColumnType) {
     // An integer's width: the column's (8 for a type that has none, which
     // a checked value never meets).
-    let width = match ty.fixed_width() {
-        Some(w @ 1..=8) => w,
-        _ => 8,
-    };
+    let width = ty
+        .fixed_width()
+        .filter(|w| (1..=8).contains(w))
+        .unwrap_or(8);
     match v {
         Value::Null => out.push(NULL),
         Value::Int(n) => {
@@ -55,7 +55,11 @@ pub fn encode(out: &mut Vec<u8>, v: &Value, ty: ColumnType) {
             out.push(PRESENT);
             let f = if *f == 0.0 { 0.0 } else { *f };
             let bits = f.to_bits();
-            let ordered = if bits >> 63 == 1 { !bits } else { bits ^ (1 << 63) };
+            let ordered = if bits >> 63 == 1 {
+                !bits
+            } else {
+                bits ^ (1 << 63)
+            };
             out.extend_from_slice(&ordered.to_be_bytes());
         }
         Value::Bool(b) => {
@@ -110,7 +114,11 @@ pub fn decode(b: &mut &[u8], ty: ColumnType) -> Option<Value> {
             x[8 - w..].copy_from_slice(take(w)?);
             Value::UInt(u64::from_be_bytes(x))
         }
-        ColumnType::I8 | ColumnType::I16 | ColumnType::I32 | ColumnType::I64 | ColumnType::Timestamp => {
+        ColumnType::I8
+        | ColumnType::I16
+        | ColumnType::I32
+        | ColumnType::I64
+        | ColumnType::Timestamp => {
             let w = ty.fixed_width()?;
             let mut x = [0u8; 8];
             x[8 - w..].copy_from_slice(take(w)?);

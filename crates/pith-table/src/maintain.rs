@@ -95,8 +95,11 @@ impl Table {
             if !s.indexes[i].unique {
                 continue;
             }
-            let mut keys: Vec<(&[u8], usize)> =
-                entries.iter().enumerate().map(|(n, (k, _))| (&k[..], n)).collect();
+            let mut keys: Vec<(&[u8], usize)> = entries
+                .iter()
+                .enumerate()
+                .map(|(n, (k, _))| (&k[..], n))
+                .collect();
             keys.sort();
             if let Some(w) = keys.windows(2).find(|w| w[0].0 == w[1].0) {
                 return Err(duplicate(w[1].1, &s.indexes[i].name));
@@ -104,7 +107,12 @@ impl Table {
         }
         let rows = pks.len() as u64;
         drop(pks);
-        for (cf, entries) in self.groups.iter().zip(groups).chain(self.indexes.iter().zip(indexes)) {
+        for (cf, entries) in self
+            .groups
+            .iter()
+            .zip(groups)
+            .chain(self.indexes.iter().zip(indexes))
+        {
             self.db
                 .try_bulk_load_cf(cf, entries.into_iter().map(Ok::<_, pith::Error>))?;
         }
@@ -144,7 +152,11 @@ impl Table {
             index: index.into(),
             detail,
         };
-        for kv in self.db.range_cf_at(&self.groups[0], &snap, None, None)?.keys() {
+        for kv in self
+            .db
+            .range_cf_at(&self.groups[0], &snap, None, None)?
+            .keys()
+        {
             let pk = kv?;
             rows += 1;
             let all: Vec<usize> = (0..self.groups.len()).collect();

@@ -20,7 +20,10 @@
 //! for `\x01(?:R)\x00\x01.*` (the column's encoding, then anything); since
 //! `R` may match across the terminator, each hit's decoded column is
 //! checked against `^(?:R)$` as well, so the result is exactly the rows
-//! whose column matches. A backward regex query walks every match.
+//! whose column matches, among strings without a NUL byte: a NUL is stored
+//! escaped (`0x00 0xFF`), which the walk does not see through, so a string
+//! holding one is never found by a regex. A backward regex query walks
+//! every match.
 
 use pith::Snapshot;
 
@@ -92,16 +95,16 @@ impl Table {
         let groups = self.groups_for(&q.columns);
         let mut out = Vec::with_capacity(pks.len());
         for pk in pks {
-            let row = self.read_row(Some(&snap), &pk, &groups)?.ok_or_else(|| {
-                Error::Inconsistent {
-                    table: self.schema.name.clone(),
-                    index: q.index.clone(),
-                    detail: format!(
-                        "an entry names row {}, which does not exist",
-                        crate::table::escape(&pk)
-                    ),
-                }
-            })?;
+            let row =
+                self.read_row(Some(&snap), &pk, &groups)?
+                    .ok_or_else(|| Error::Inconsistent {
+                        table: self.schema.name.clone(),
+                        index: q.index.clone(),
+                        detail: format!(
+                            "an entry names row {}, which does not exist",
+                            crate::table::escape(&pk)
+                        ),
+                    })?;
             out.push(q.columns.iter().map(|&c| row[c].clone()).collect());
         }
         Ok(out)
@@ -110,7 +113,9 @@ impl Table {
     /// How many rows `condition` selects on `index` (no row is read).
     pub fn count(&self, index: &str, condition: &Condition) -> Result<u64> {
         let snap = self.db.snapshot();
-        Ok(self.matching_keys(&snap, index, condition, None, false)?.len() as u64)
+        Ok(self
+            .matching_keys(&snap, index, condition, None, false)?
+            .len() as u64)
     }
 
     /// The primary keys (encoded) of the entries of `index` that
@@ -293,7 +298,12 @@ impl Table {
             .ok_or_else(|| self.corrupt(&format!("index {index}"), &key))
     }
 
-    fn check_index_values(&self, index: &str, types: &[ColumnType], values: &[Value]) -> Result<()> {
+    fn check_index_values(
+        &self,
+        index: &str,
+        types: &[ColumnType],
+        values: &[Value],
+    ) -> Result<()> {
         let s = &self.schema;
         let columns: Vec<usize> = match s.index(index) {
             Some(ix) => ix.columns.clone(),

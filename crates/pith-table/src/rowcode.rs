@@ -72,7 +72,9 @@ fn put(out: &mut Vec<u8>, v: &Value, ty: ColumnType) {
 /// stored count are null.
 pub fn decode(b: &[u8], columns: &[&Column]) -> Option<Vec<Value>> {
     let (count, mut rest) = varint::get(b)?;
-    let count = usize::try_from(count).ok().filter(|&n| n <= columns.len())?;
+    let count = usize::try_from(count)
+        .ok()
+        .filter(|&n| n <= columns.len())?;
     let nullable = columns[..count].iter().filter(|c| c.nullable).count();
     let bitmap = rest.get(..nullable.div_ceil(8))?;
     rest = rest.get(nullable.div_ceil(8)..)?;
@@ -105,7 +107,11 @@ fn split<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
 
 fn take(b: &mut &[u8], ty: ColumnType) -> Option<Value> {
     Some(match ty {
-        ColumnType::I8 | ColumnType::I16 | ColumnType::I32 | ColumnType::I64 | ColumnType::Timestamp => {
+        ColumnType::I8
+        | ColumnType::I16
+        | ColumnType::I32
+        | ColumnType::I64
+        | ColumnType::Timestamp => {
             let w = ty.fixed_width()?;
             let mut x = [0u8; 8];
             x[..w].copy_from_slice(split(b, w)?);
@@ -161,7 +167,14 @@ mod tests {
         let cols = [
             col("a", ColumnType::I16, false),
             col("b", ColumnType::String, true),
-            col("c", ColumnType::Decimal { precision: 20, scale: 2 }, true),
+            col(
+                "c",
+                ColumnType::Decimal {
+                    precision: 20,
+                    scale: 2,
+                },
+                true,
+            ),
             col("d", ColumnType::FixedBytes(3), true),
             col("e", ColumnType::F64, false),
         ];

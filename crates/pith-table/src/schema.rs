@@ -181,7 +181,12 @@ impl Schema {
         check_name(&name, "table", &name)?;
         let table = name.as_str();
         let err = |d: String| schema_error(table, d);
-        known_fields(obj, &["name", "columns", "primary_key", "indexes", "column_groups"], table, "the schema")?;
+        known_fields(
+            obj,
+            &["name", "columns", "primary_key", "indexes", "column_groups"],
+            table,
+            "the schema",
+        )?;
         let columns_json = obj
             .get("columns")
             .and_then(Json::as_array)
@@ -243,7 +248,12 @@ impl Schema {
                 .ok_or_else(|| err("an index is an object".into()))?;
             let name = string_field(o, "name", table)?;
             check_name(&name, "index", table)?;
-            known_fields(o, &["name", "columns", "unique"], table, &format!("index {name}"))?;
+            known_fields(
+                o,
+                &["name", "columns", "unique"],
+                table,
+                &format!("index {name}"),
+            )?;
             if indexes.iter().any(|i| i.name == name) {
                 return Err(err(format!("index {name} is declared twice")));
             }
@@ -280,7 +290,12 @@ impl Schema {
                 .ok_or_else(|| err("a column group is an object".into()))?;
             let name = string_field(o, "name", table)?;
             check_name(&name, "column group", table)?;
-            known_fields(o, &["name", "columns"], table, &format!("column group {name}"))?;
+            known_fields(
+                o,
+                &["name", "columns"],
+                table,
+                &format!("column group {name}"),
+            )?;
             if groups.iter().any(|x| x.name == name) {
                 return Err(err(format!(
                     "column group {name} is declared twice (or is the reserved `default`)"
@@ -407,7 +422,10 @@ impl Schema {
                     .into(),
             ));
         }
-        if let Some(c) = next.columns[self.columns.len()..].iter().find(|c| !c.nullable) {
+        if let Some(c) = next.columns[self.columns.len()..]
+            .iter()
+            .find(|c| !c.nullable)
+        {
             return Err(refuse(format!(
                 "new column {} must be nullable (existing rows have no value for it)",
                 c.name
@@ -569,7 +587,10 @@ mod tests {
         assert_eq!(s.groups[1].columns, vec![3]);
         assert_eq!(s.group_of(0), None);
         assert_eq!(s.group_of(3), Some(1));
-        assert_eq!(s.index("by_name").map(|i| i.columns.clone()), Some(vec![1, 2]));
+        assert_eq!(
+            s.index("by_name").map(|i| i.columns.clone()),
+            Some(vec![1, 2])
+        );
         assert_eq!(Schema::from_value(&s.to_json()).expect("round trip"), s);
     }
 
@@ -585,12 +606,21 @@ mod tests {
         bad(&with("[\"id\"]", "[\"size\"]"), "cannot be nullable");
         bad(&with("\"body\"]", "\"id\"]"), "primary key column id");
         bad(
-            &with("\"body\"]}]", "\"body\"]}, {\"name\": \"more\", \"columns\": [\"body\"]}]"),
+            &with(
+                "\"body\"]}]",
+                "\"body\"]}, {\"name\": \"more\", \"columns\": [\"body\"]}]",
+            ),
             "two column groups",
         );
         bad(&with("\"precision\": 10", "\"precision\": 40"), "precision");
-        bad(&with("\"unique\": true", "\"unique\": true, \"order\": \"desc\""), "unknown field `order`");
-        bad(&with("\"name\": \"t\"", "\"name\": \"t t\""), "[A-Za-z0-9_]");
+        bad(
+            &with("\"unique\": true", "\"unique\": true, \"order\": \"desc\""),
+            "unknown field `order`",
+        );
+        bad(
+            &with("\"name\": \"t\"", "\"name\": \"t t\""),
+            "[A-Za-z0-9_]",
+        );
         bad("[]", "JSON object");
     }
 
@@ -602,8 +632,12 @@ mod tests {
             "\"nullable\": true},\n {\"name\": \"extra\", \"type\": \"i64\", \"nullable\": true}\n        ]",
         );
         let next = Schema::from_json(&add_col).expect("parses");
-        s.check_change(&next).expect("a nullable column may be added");
-        let add_index = SCHEMA.replace("\"unique\": true}]", "\"unique\": true}, {\"name\": \"by_size\", \"columns\": [\"size\"]}]");
+        s.check_change(&next)
+            .expect("a nullable column may be added");
+        let add_index = SCHEMA.replace(
+            "\"unique\": true}]",
+            "\"unique\": true}, {\"name\": \"by_size\", \"columns\": [\"size\"]}]",
+        );
         s.check_change(&Schema::from_json(&add_index).expect("parses"))
             .expect("an index may be added");
         let not_null = add_col.replace("\"i64\", \"nullable\": true", "\"i64\"");

@@ -42,6 +42,16 @@ pub struct Table {
     pub(crate) write_options: WriteOptions,
 }
 
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table")
+            .field("name", &self.schema.name)
+            .field("groups", &self.groups)
+            .field("indexes", &self.indexes)
+            .finish()
+    }
+}
+
 impl Table {
     /// The table's schema.
     pub fn schema(&self) -> &Schema {
@@ -186,10 +196,12 @@ impl Table {
         }
         let _w = self.lock();
         let all: Vec<usize> = (0..self.groups.len()).collect();
-        let old = self.read_row(None, &pk, &all)?.ok_or_else(|| Error::NoSuchRow {
-            table: self.schema.name.clone(),
-            row: label.clone(),
-        })?;
+        let old = self
+            .read_row(None, &pk, &all)?
+            .ok_or_else(|| Error::NoSuchRow {
+                table: self.schema.name.clone(),
+                row: label.clone(),
+            })?;
         let mut row = old.clone();
         for (c, v) in changes {
             row[*c] = v.clone();
@@ -377,7 +389,11 @@ impl Table {
 
     pub(crate) fn index_types(&self, i: usize) -> Vec<ColumnType> {
         let s = &self.schema;
-        s.indexes[i].columns.iter().map(|&c| s.columns[c].ty).collect()
+        s.indexes[i]
+            .columns
+            .iter()
+            .map(|&c| s.columns[c].ty)
+            .collect()
     }
 
     /// The primary key's encoding, from a whole row.

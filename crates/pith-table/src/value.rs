@@ -60,7 +60,9 @@ impl Value {
                 Ok(Value::Int(n))
             }
             ColumnType::U8 | ColumnType::U16 | ColumnType::U32 | ColumnType::U64 => {
-                let n = json.as_u64().ok_or_else(|| want("a non-negative integer"))?;
+                let n = json
+                    .as_u64()
+                    .ok_or_else(|| want("a non-negative integer"))?;
                 let hi = match ty {
                     ColumnType::U8 => u64::from(u8::MAX),
                     ColumnType::U16 => u64::from(u16::MAX),
@@ -72,8 +74,14 @@ impl Value {
                 }
                 Ok(Value::UInt(n))
             }
-            ColumnType::F64 => json.as_f64().map(Value::Float).ok_or_else(|| want("a number")),
-            ColumnType::Bool => json.as_bool().map(Value::Bool).ok_or_else(|| want("true or false")),
+            ColumnType::F64 => json
+                .as_f64()
+                .map(Value::Float)
+                .ok_or_else(|| want("a number")),
+            ColumnType::Bool => json
+                .as_bool()
+                .map(Value::Bool)
+                .ok_or_else(|| want("true or false")),
             ColumnType::String => json
                 .as_str()
                 .map(|s| Value::Text(s.into()))
@@ -141,25 +149,34 @@ impl Value {
                 }
             }
             (Value::Int(_), ColumnType::I64 | ColumnType::Timestamp) => Ok(()),
-            (Value::UInt(n), ColumnType::U8 | ColumnType::U16 | ColumnType::U32 | ColumnType::U64) => {
+            (
+                Value::UInt(n),
+                ColumnType::U8 | ColumnType::U16 | ColumnType::U32 | ColumnType::U64,
+            ) => {
                 let bits = 8 * ty.fixed_width().unwrap_or(8) as u32;
                 match bits == 64 || *n < 1u64 << bits {
                     true => Ok(()),
                     false => Err(format!("{n} is out of range for {}", ty.name())),
                 }
             }
-            (Value::Float(f), ColumnType::F64) if f.is_nan() => Err("NaN has no place in an order".into()),
+            (Value::Float(f), ColumnType::F64) if f.is_nan() => {
+                Err("NaN has no place in an order".into())
+            }
             (Value::Float(_), ColumnType::F64) | (Value::Bool(_), ColumnType::Bool) => Ok(()),
             (Value::Text(_), ColumnType::String) | (Value::Bytes(_), ColumnType::Bytes) => Ok(()),
             (Value::Bytes(b), ColumnType::FixedBytes(_) | ColumnType::Uuid) => {
                 let n = ty.fixed_width().unwrap_or(0);
                 match b.len() == n {
                     true => Ok(()),
-                    false => Err(format!("{} bytes where the column holds exactly {n}", b.len())),
+                    false => Err(format!(
+                        "{} bytes where the column holds exactly {n}",
+                        b.len()
+                    )),
                 }
             }
             (Value::Decimal(d), ColumnType::Decimal { precision, .. }) => {
-                match d.unsigned_abs().checked_ilog10().map_or(1, |l| l + 1) <= u32::from(precision) {
+                match d.unsigned_abs().checked_ilog10().map_or(1, |l| l + 1) <= u32::from(precision)
+                {
                     true => Ok(()),
                     false => Err(format!("{d} (scaled) has more than {precision} digits")),
                 }
@@ -189,7 +206,9 @@ impl Value {
             (Value::Int(n), ColumnType::Timestamp) => Json::from(format_rfc3339(*n)),
             (Value::Int(n), _) => Json::from(*n),
             (Value::UInt(n), _) => Json::from(*n),
-            (Value::Float(f), _) => serde_json::Number::from_f64(*f).map_or(Json::Null, Json::Number),
+            (Value::Float(f), _) => {
+                serde_json::Number::from_f64(*f).map_or(Json::Null, Json::Number)
+            }
             (Value::Bool(b), _) => Json::Bool(*b),
             (Value::Text(s), _) => Json::from(s.clone()),
             (Value::Bytes(b), ColumnType::Uuid) => Json::from(format_uuid(b)),
@@ -203,7 +222,7 @@ impl Value {
 }
 
 fn from_hex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return None;
     }
     (0..s.len())
@@ -317,7 +336,9 @@ pub(crate) fn parse_rfc3339(s: &str) -> Option<i64> {
     let b = s.as_bytes();
     let num = |r: std::ops::Range<usize>| -> Option<i64> {
         let t = s.get(r)?;
-        t.bytes().all(|c| c.is_ascii_digit()).then(|| t.parse().ok())?
+        t.bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| t.parse().ok())?
     };
     if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || !matches!(b[10], b'T' | b't' | b' ') {
         return None;
@@ -403,7 +424,10 @@ mod tests {
         assert!(bad(ColumnType::I8, Json::from(128)).contains("out of range"));
         assert!(bad(ColumnType::U32, Json::from(-1)).contains("non-negative"));
         assert!(bad(ColumnType::U32, Json::from(1.5)).contains("integer"));
-        assert_eq!(ok(ColumnType::FixedBytes(2), Json::from("0aff")), Value::Bytes(vec![10, 255]));
+        assert_eq!(
+            ok(ColumnType::FixedBytes(2), Json::from("0aff")),
+            Value::Bytes(vec![10, 255])
+        );
         assert!(bad(ColumnType::FixedBytes(3), Json::from("0aff")).contains("exactly 3"));
         assert_eq!(ok(ColumnType::I64, Json::Null), Value::Null);
         let not_null = Column {
@@ -420,8 +444,14 @@ mod tests {
             scale: 2,
         };
         let c = col(d);
-        assert_eq!(Value::from_json(&Json::from("-12.5"), &c), Ok(Value::Decimal(-1250)));
-        assert_eq!(Value::from_json(&Json::from(42), &c), Ok(Value::Decimal(4200)));
+        assert_eq!(
+            Value::from_json(&Json::from("-12.5"), &c),
+            Ok(Value::Decimal(-1250))
+        );
+        assert_eq!(
+            Value::from_json(&Json::from(42), &c),
+            Ok(Value::Decimal(4200))
+        );
         assert!(Value::from_json(&Json::from("1.234"), &c).is_err());
         assert!(Value::from_json(&Json::from("12345.6"), &c).is_err());
         assert!(Value::from_json(&Json::from(1.5), &c).is_err());

@@ -1,0 +1,365 @@
+//! Bad input gets typed errors naming table, row and column and writes
+//! nothing; schema changes that need no rewrite work and others are
+//! refused; loads (bulk and not) check every row; `verify` finds an index
+//! that disagrees with its rows; tables and their data survive reopening.
+
+use std::sync::Arc;
+
+use pith_table::{
+    group_family, index_family, Condition, Error, KeyBound, Query, Schema, Table, Tables, Value,
+    PRIMARY,
+};
+use serde_json::json;
+
+const SCHEMA: &str = r#"{
+    "name": "pkgs",
+    "columns": [
+        {"name": "id", "type": "u32"},
+        {"name": "name", "type": "string"},
+        {"name": "size", "type": "u64", "nullable": true},
+        {"name": "md5", "type": "fixed_bytes", "length": 4, "nullable": true},
+        {"name": "price", "type": "decimal", "precision": 6, "scale": 2, "nullable": true},
+        {"name": "seen", "type": "timestamp", "nullable": true},
+        {"name": "uid", "type": "uuid", "nullable": true},
+        {"name": "text", "type": "string", "nullable": true}
+    ],
+    "primary_key": ["id"],
+    "indexes": [
+        {"name": "by_name", "columns": ["name"], "unique": true},
+        {"name": "by_size", "columns": ["size", "name"]}
+    ],
+    "column_groups": [{"name": "long", "columns": ["text"]}]
+}"#;
+
+fn setup() -> (tempfile::TempDir, Tables, Table) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Arc::new(pith::DB::open(dir.path(), pith::Options::default()).expect("open"));
+    let tables = Tables::open(db).expect("tables");
+    let t = tables
+        .create(&Schema::from_json(SCHEMA).expect("schema"))
+        .expect("create");
+    (dir, tables, t)
+}
+
+fn obj(v: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
+    v.as_object().expect("object").clone()
+}
+
+fn all_rows(t: &Table) -> Vec<Vec<Value>> {
+    t.query(&Query {
+        index: PRIMARY.into(),
+        condition: Condition::Range(KeyBound::Unbounded, KeyBound::Unbounded),
+        columns: t.all_columns(),
+        limit: None,
+        reverse: false,
+    })
+    .expect("query")
+}
+
+#[test]
+fn bad_values_name_table_row_and_column_and_write_nothing() {
+    let (_dir, _tables, t) = setup();
+    let good = json!({"id": 1, "name": "zlib", "size": 10, "md5": "0a0b0c0d", "price": "9.99",
+        "seen": "2024-05-01T12:00:00Z", "uid": "67e55044-10b1-426f-9247-bb680e5fe0c8", "text": "x"});
+    let row = t.row_from_json(&obj(good.clone()), "line 1").expect("fits");
+    t.insert(&row).expect("insert");
+    let cases = [
+        (json!({"id": 2}), "column name is not nullable"),
+        (json!({"id": 2, "name": "a", "nope": 1}), "no column nope"),
+        (
+            json!({"id": 2, "name": "a", "md5": "0a0b"}),
+            "column md5: 2 bytes where the column holds exactly 4",
+        ),
+        (
+            json!({"id": 2, "name": "a", "price": "12345.5"}),
+            "column price",
+        ),
+        (json!({"id": 2, "name": "a", "price": 1.5}), "JSON float"),
+        (json!({"id": -2, "name": "a"}), "column id"),
+        (
+            json!({"id": 2, "name": 7}),
+            "column name: expected a string",
+        ),
+        (
+            json!({"id": 2, "name": "a", "seen": "yesterday"}),
+            "column seen",
+        ),
+        (
+            json!({"id": 2, "name": "a", "uid": "67e55044"}),
+            "column uid",
+        ),
+    ];
+    for (bad, needle) in cases {
+        let e = t
+            .row_from_json(&obj(bad), "line 7")
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            e.contains("table pkgs") && e.contains("line 7") && e.contains(needle),
+            "{e}"
+        );
+    }
+    // Values given directly are checked too, and a refused write changes
+    // nothing.
+    let mut wrong = row.clone();
+    wrong[0] = Value::UInt(3);
+    wrong[2] = Value::Text("ten".into());
+    let e = t.insert(&wrong).expect_err("type");
+    assert!(
+        matches!(&e, Error::Value { column, row, .. } if column == "size" && row.contains("id=3")),
+        "{e}"
+    );
+    let mut dup_name = row.clone();
+    dup_name[0] = Value::UInt(3);
+    let e = t.insert(&dup_name).expect_err("unique");
+    assert!(
+        matches!(&e, Error::Duplicate { index, .. } if index == "by_name"),
+        "{e}"
+    );
+    let e = t.insert(&row).expect_err("primary key");
+    assert!(
+        matches!(&e, Error::Duplicate { index, .. } if index == "primary key"),
+        "{e}"
+    );
+    assert_eq!(all_rows(&t), vec![row.clone()]);
+    assert_eq!(t.verify().expect("verify"), 1);
+    // JSON out is JSON in.
+    assert_eq!(t.row_to_json(&t.all_columns(), &row), good);
+}
+
+#[test]
+fn get_reads_chosen_columns_and_updates_rewrite_what_changed() {
+    let (_dir, _tables, t) = setup();
+    for i in 0..50u32 {
+        let row = t
+            .row_from_json(&obj(json!({"id": i, "name": format!("p{i:02}"), "size": i % 5, "text": format!("long text {i}")})), "test")
+            .expect("row");
+        t.insert(&row).expect("insert");
+    }
+    let cols = t.columns(&["text", "id"]).expect("columns");
+    assert_eq!(
+        t.get(&[Value::UInt(7)], &cols).expect("get"),
+        Some(vec![Value::Text("long text 7".into()), Value::UInt(7)])
+    );
+    assert_eq!(t.get(&[Value::UInt(99)], &cols).expect("get"), None);
+    let snap = t.db().snapshot();
+    t.update(
+        &[Value::UInt(7)],
+        &[(2, Value::UInt(4)), (1, Value::Text("renamed".into()))],
+    )
+    .expect("update");
+    let size_name = t.columns(&["size", "name"]).expect("columns");
+    assert_eq!(
+        t.get(&[Value::UInt(7)], &size_name).expect("get"),
+        Some(vec![Value::UInt(4), Value::Text("renamed".into())])
+    );
+    assert_eq!(
+        t.get_at(&snap, &[Value::UInt(7)], &size_name).expect("get"),
+        Some(vec![Value::UInt(2), Value::Text("p07".into())])
+    );
+    let e = t
+        .update(&[Value::UInt(7)], &[(0, Value::UInt(8))])
+        .expect_err("pk");
+    assert!(matches!(e, Error::Value { .. }));
+    let e = t
+        .update(&[Value::UInt(7)], &[(1, Value::Text("p08".into()))])
+        .expect_err("unique");
+    assert!(matches!(e, Error::Duplicate { .. }));
+    // Range over a composite index's first column, backward, limited.
+    let rows = t
+        .query(&Query {
+            index: "by_size".into(),
+            condition: Condition::Range(
+                KeyBound::Included(vec![Value::UInt(3)]),
+                KeyBound::Unbounded,
+            ),
+            columns: t.columns(&["id"]).expect("columns"),
+            limit: Some(4),
+            reverse: true,
+        })
+        .expect("query");
+    // Size 4, by name, last first: "renamed" (id 7), then "p49", ...
+    let ids: Vec<Vec<Value>> = [7, 49, 44, 39]
+        .iter()
+        .map(|&i| vec![Value::UInt(i)])
+        .collect();
+    assert_eq!(rows, ids);
+    assert_eq!(
+        t.count("by_size", &Condition::Eq(vec![Value::UInt(4)]))
+            .expect("count"),
+        11
+    );
+    assert!(t.delete(&[Value::UInt(7)]).expect("delete"));
+    assert!(!t.delete(&[Value::UInt(7)]).expect("delete"));
+    assert_eq!(t.verify().expect("verify"), 49);
+}
+
+#[test]
+fn loads_check_every_row_and_bulk_loads_refuse_duplicates_before_writing() {
+    let (_dir, _tables, t) = setup();
+    let rows = |ids: &[u32]| -> Vec<pith_table::Result<(String, Vec<Value>)>> {
+        ids.iter()
+            .enumerate()
+            .map(|(n, &i)| {
+                let label = format!("line {}", n + 1);
+                t.row_from_json(&obj(json!({"id": i, "name": format!("n{i}")})), &label)
+                    .map(|r| (label, r))
+            })
+            .collect()
+    };
+    let e = t
+        .load(rows(&[1, 2, 3, 2]), &mut |_| {})
+        .expect_err("duplicate");
+    assert!(
+        matches!(&e, Error::Duplicate { row, index, .. } if row.starts_with("line 4") && index == "primary key"),
+        "{e}"
+    );
+    assert!(
+        all_rows(&t).is_empty(),
+        "a refused bulk load writes nothing"
+    );
+    let stats = t.load(rows(&[5, 1, 3]), &mut |_| {}).expect("load");
+    assert!(stats.bulk && stats.rows == 3);
+    // Into a table with rows: inserts, checked one by one.
+    let stats = t.load(rows(&[7, 8]), &mut |_| {}).expect("load");
+    assert!(!stats.bulk && stats.rows == 2);
+    let e = t.load(rows(&[9, 3]), &mut |_| {}).expect_err("duplicate");
+    assert!(
+        matches!(&e, Error::Duplicate { row, .. } if row.starts_with("line 2")),
+        "{e}"
+    );
+    assert_eq!(t.verify().expect("verify"), 6);
+    let st = t.stats().expect("stats");
+    let names: Vec<&str> = st.iter().map(|f| f.name.as_str()).collect();
+    assert_eq!(names, ["default", "long", "by_name", "by_size"]);
+    assert_eq!(st[0].entries, 6);
+}
+
+#[test]
+fn schema_changes_without_a_rewrite_work_and_others_are_refused() {
+    let (_dir, tables, t) = setup();
+    for i in 0..30u32 {
+        let row = t
+            .row_from_json(
+                &obj(json!({"id": i, "name": format!("n{}", i % 10), "size": i})),
+                "t",
+            )
+            .map(|mut r| {
+                // names repeat: make them unique for the unique index
+                r[1] = Value::Text(format!("n{i}"));
+                r
+            })
+            .expect("row");
+        t.insert(&row).expect("insert");
+    }
+    let mut next: serde_json::Value = serde_json::from_str(SCHEMA).expect("json");
+    next["columns"]
+        .as_array_mut()
+        .expect("columns")
+        .push(json!({"name": "extra", "type": "i32", "nullable": true}));
+    next["indexes"] = json!([
+        {"name": "by_name", "columns": ["name"], "unique": true},
+        {"name": "by_extra", "columns": ["extra", "size"]}
+    ]);
+    let t2 = tables
+        .alter(&Schema::from_value(&next).expect("schema"))
+        .expect("alter");
+    assert!(
+        t2.db().family(&index_family("pkgs", "by_size")).is_none(),
+        "dropped index gone"
+    );
+    assert_eq!(
+        t2.count("by_extra", &Condition::Eq(vec![Value::Null]))
+            .expect("count"),
+        30
+    );
+    let extra = t2.columns(&["extra", "name"]).expect("columns");
+    assert_eq!(
+        t2.get(&[Value::UInt(3)], &extra).expect("get"),
+        Some(vec![Value::Null, Value::Text("n3".into())])
+    );
+    t2.update(&[Value::UInt(3)], &[(8, Value::Int(-5))])
+        .expect("update");
+    assert_eq!(
+        t2.count("by_extra", &Condition::Prefix(vec![Value::Int(-5)]))
+            .expect("count"),
+        1
+    );
+    assert_eq!(t2.verify().expect("verify"), 30);
+    // A unique index the rows do not satisfy is refused, and leaves nothing.
+    let mut dup = next.clone();
+    dup["indexes"] = json!([
+        {"name": "by_name", "columns": ["name"], "unique": true},
+        {"name": "by_extra", "columns": ["extra", "size"]},
+        {"name": "one_extra", "columns": ["extra"], "unique": true}
+    ]);
+    let e = tables
+        .alter(&Schema::from_value(&dup).expect("schema"))
+        .expect_err("dups");
+    assert!(matches!(e, Error::Duplicate { .. }), "{e}");
+    assert!(t2.db().family(&index_family("pkgs", "one_extra")).is_none());
+    let mut retyped = next.clone();
+    retyped["columns"][2]["type"] = json!("i64");
+    let e = tables
+        .alter(&Schema::from_value(&retyped).expect("schema"))
+        .expect_err("rewrite");
+    assert!(matches!(e, Error::Unsupported { .. }), "{e}");
+    assert_eq!(tables.schema("pkgs").expect("schema"), *t2.schema());
+}
+
+#[test]
+fn verify_finds_an_index_out_of_step_and_tables_survive_reopen() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    {
+        let db = Arc::new(pith::DB::open(dir.path(), pith::Options::default()).expect("open"));
+        let tables = Tables::open(db.clone()).expect("tables");
+        let t = tables
+            .create(&Schema::from_json(SCHEMA).expect("schema"))
+            .expect("create");
+        for i in 0..10u32 {
+            let r = t
+                .row_from_json(
+                    &obj(json!({"id": i, "name": format!("n{i}"), "size": 1})),
+                    "t",
+                )
+                .expect("row");
+            t.insert(&r).expect("insert");
+        }
+        assert!(matches!(
+            tables.create(t.schema()),
+            Err(Error::TableExists { .. })
+        ));
+        drop(t);
+        drop(tables);
+        Arc::try_unwrap(db)
+            .ok()
+            .expect("last handle")
+            .close()
+            .expect("close");
+    }
+    let db = Arc::new(pith::DB::open(dir.path(), pith::Options::default()).expect("reopen"));
+    let tables = Tables::open(db.clone()).expect("tables");
+    assert_eq!(tables.list().expect("list"), ["pkgs"]);
+    let t = tables.open_table("pkgs").expect("open");
+    assert_eq!(t.verify().expect("verify"), 10);
+    // Remove one index entry behind the table's back.
+    let by_size = db.family(&index_family("pkgs", "by_size")).expect("family");
+    let (key, _) = db
+        .range_cf(&by_size, None, None)
+        .expect("scan")
+        .next()
+        .expect("an entry")
+        .expect("read");
+    db.delete_cf(&by_size, key).expect("delete");
+    let e = t.verify().expect_err("out of step");
+    assert!(
+        matches!(&e, Error::Inconsistent { index, .. } if index == "by_size"),
+        "{e}"
+    );
+    tables.drop_table("pkgs").expect("drop");
+    assert!(db.family(&group_family("pkgs", "default")).is_none());
+    assert!(matches!(
+        tables.open_table("pkgs"),
+        Err(Error::NoSuchTable { .. })
+    ));
+}
