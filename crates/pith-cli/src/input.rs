@@ -241,6 +241,68 @@ impl Iterator for Records {
     }
 }
 
+/// Streams the JSON objects of a JSON Lines file (table rows), each with
+/// its line number; a line that is not an object is an error naming the
+/// file and line. Blank lines are skipped.
+pub struct Objects {
+    reader: Box<dyn BufRead>,
+    path: PathBuf,
+    line: u64,
+    buf: Vec<u8>,
+}
+
+/// One JSON object of a line.
+pub type Object = serde_json::Map<String, serde_json::Value>;
+
+impl Objects {
+    /// Opens `path` (`-`: standard input; zstd ok).
+    pub fn open(path: &Path) -> Result<Self, CliError> {
+        Ok(Objects {
+            reader: open(path)?,
+            path: display_name(path),
+            line: 0,
+            buf: Vec::new(),
+        })
+    }
+}
+
+impl Iterator for Objects {
+    type Item = Result<(u64, Object), CliError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            self.buf.clear();
+            match self.reader.read_until(b'\n', &mut self.buf) {
+                Ok(0) => return None,
+                Ok(_) => {}
+                Err(source) => {
+                    return Some(Err(CliError::Io {
+                        path: self.path.clone(),
+                        source,
+                    }))
+                }
+            }
+            self.line += 1;
+            if self.buf.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let bad = |detail: String| CliError::BadRecord {
+                path: self.path.clone(),
+                line: self.line,
+                detail,
+            };
+            return Some(match serde_json::from_slice(&self.buf) {
+                Ok(serde_json::Value::Object(o)) => Ok((self.line, o)),
+                Ok(v) => Err(bad(format!(
+                    "a JSON {} where a row object belongs",
+                    json_kind(&v)
+                ))),
+                Err(e) => Err(bad(format!("not a JSON object: {e}"))),
+            });
+        }
+    }
+}
+
 /// All keys of `path` read as `format`, sorted and without duplicates.
 pub fn sorted_keys_as(path: &Path, format: Format) -> Result<Vec<Vec<u8>>, CliError> {
     let mut keys = Vec::new();

@@ -13,6 +13,7 @@ mod serve_cmd;
 mod stats;
 mod stats_cmd;
 mod stress;
+mod table_cmd;
 mod text;
 mod trie_cmd;
 mod zip_cmd;
@@ -61,6 +62,11 @@ enum Command {
     Verify(db_cmd::DbArg),
     /// Merges all segments into one.
     Compact(db_cmd::DbArg),
+    /// Tables with typed columns, indexes and column groups: create, load, get, query, stats, verify.
+    Table {
+        #[command(subcommand)]
+        which: table_cmd::TableCommand,
+    },
     /// Randomized concurrent read/write/verify test, optionally killing and recovering.
     Stress(stress::Args),
     /// Standalone trie files: build from keys, search by regex.
@@ -126,6 +132,7 @@ fn main() -> ExitCode {
         Command::Compact(a) => db_cmd::compact(&a),
         Command::Serve(a) => serve_cmd::serve(&a),
         Command::Stress(a) => stress::run(&a),
+        Command::Table { which } => table_cmd::run(&which),
         Command::Trie { which } => trie_cmd::run(&which),
         Command::Zip { which } => zip_cmd::run(&which),
     };
@@ -182,6 +189,9 @@ pub enum CliError {
         /// Closing the database after the failure failed too.
         close_error: Option<String>,
     },
+    /// A table operation failed.
+    #[error("{0}")]
+    Table(#[from] pith_table::Error),
     /// A trie operation failed.
     #[error("trie: {0}")]
     Trie(#[from] pith_trie::Error),

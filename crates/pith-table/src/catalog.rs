@@ -53,6 +53,11 @@ impl Tables {
     pub fn open(db: Arc<DB>) -> Result<Tables> {
         let catalog = match db.family(CATALOG) {
             Some(f) => f,
+            None if db.is_read_only() => {
+                return Err(Error::NoSuchTable {
+                    name: "(none: the database has no tables)".into(),
+                })
+            }
             None => db.create_family(CATALOG)?,
         };
         Ok(Tables {
