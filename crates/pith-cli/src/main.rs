@@ -96,6 +96,8 @@ enum BenchCommand {
     Get(bench::get::Args),
     /// Storage-engine workloads, PithDB against peers (RocksDB, LMDB with --features peers).
     Db(bench::db::Args),
+    /// Tables: pith-table against SQLite, the same rows and indexes.
+    Table(bench::table::Args),
 }
 
 fn main() -> ExitCode {
@@ -120,6 +122,9 @@ fn main() -> ExitCode {
         Command::Bench {
             which: BenchCommand::Db(args),
         } => bench::db::run(&args),
+        Command::Bench {
+            which: BenchCommand::Table(args),
+        } => bench::table::run(&args),
         Command::Load(a) => load_cmd::load(&a),
         Command::Get(a) => db_cmd::get(&a),
         Command::Put(a) => db_cmd::put(&a),

@@ -79,6 +79,8 @@ pub struct Query {
 /// gives the primary key.
 struct Walk<'a> {
     family: &'a pith::ColumnFamily,
+    /// The index's columns (positions) and their types.
+    columns: Vec<usize>,
     types: Vec<ColumnType>,
     /// The entry's value is the primary key (a unique index).
     pk_in_value: bool,
@@ -86,19 +88,47 @@ struct Walk<'a> {
     pk_is_key: bool,
 }
 
+/// True when an index key's first column (a string) fully matches
+/// `exact` (the walk's pattern may match across the column's end).
+fn regex_hit(key: &[u8], exact: &regex::Regex) -> bool {
+    let mut rest = key;
+    matches!(keycode::decode(&mut rest, ColumnType::String), Some(Value::Text(t)) if exact.is_match(&t))
+}
+
+/// Where a condition's entries lie in the index family: a key range, or a
+/// regex search, or one point (a unique index's whole value).
+enum Span {
+    Range(Option<Vec<u8>>, Option<Vec<u8>>),
+    Point(Vec<u8>),
+    Regex(String, regex::Regex),
+    Empty,
+}
+
 impl Table {
-    /// Rows selected by `q`: the columns asked for, in index order.
+    /// Rows selected by `q`: the columns asked for, in index order. When
+    /// every column asked for is in the index entry (its columns and the
+    /// primary key), no row is read (a covering index).
     pub fn query(&self, q: &Query) -> Result<Vec<Vec<Value>>> {
         self.check_columns(&q.columns)?;
         let snap = self.db.snapshot();
-        let pks = self.matching_keys(&snap, &q.index, &q.condition, q.limit, q.reverse)?;
+        let walk = self.walk(&q.index)?;
+        let span = self.span(&walk, &q.index, &q.condition)?;
+        let entries = self.entries(&snap, &walk, &q.index, span, q.limit, q.reverse)?;
+        let s = &self.schema;
+        let in_entry = |c: &usize| walk.columns.contains(c) || s.primary_key.contains(c);
+        if q.columns.iter().all(in_entry) {
+            return entries
+                .into_iter()
+                .map(|(key, pk)| self.from_entry(&walk, &q.index, &q.columns, &key, &pk))
+                .collect();
+        }
         let groups = self.groups_for(&q.columns);
-        let mut out = Vec::with_capacity(pks.len());
-        for pk in pks {
+        let mut out = Vec::with_capacity(entries.len());
+        for (_, pk) in entries {
             let row =
                 self.read_row(Some(&snap), &pk, &groups)?
                     .ok_or_else(|| Error::Inconsistent {
-                        table: self.schema.name.clone(),
+                        table: s.name.clone(),
                         index: q.index.clone(),
                         detail: format!(
                             "an entry names row {}, which does not exist",
@@ -110,27 +140,41 @@ impl Table {
         Ok(out)
     }
 
-    /// How many rows `condition` selects on `index` (no row is read).
+    /// How many rows `condition` selects on `index`: entries are counted,
+    /// no row is read and no value decoded.
     pub fn count(&self, index: &str, condition: &Condition) -> Result<u64> {
         let snap = self.db.snapshot();
-        Ok(self
-            .matching_keys(&snap, index, condition, None, false)?
-            .len() as u64)
+        let walk = self.walk(index)?;
+        let mut n = 0;
+        match self.span(&walk, index, condition)? {
+            Span::Empty => {}
+            Span::Point(key) => {
+                n = u64::from(self.db.get_cf_at(walk.family, &snap, &key)?.is_some())
+            }
+            Span::Range(from, to) => {
+                let scan =
+                    self.db
+                        .range_cf_at(walk.family, &snap, from.as_deref(), to.as_deref())?;
+                for k in scan.keys() {
+                    k?;
+                    n += 1;
+                }
+            }
+            Span::Regex(whole, exact) => {
+                for k in self
+                    .db
+                    .search_from_cf_at(walk.family, &snap, &whole, b"")?
+                    .keys()
+                {
+                    n += u64::from(regex_hit(&k?, &exact));
+                }
+            }
+        }
+        Ok(n)
     }
 
-    /// The primary keys (encoded) of the entries of `index` that
-    /// `condition` selects, in index order (backward when `reverse`), at
-    /// most `limit`.
-    pub(crate) fn matching_keys(
-        &self,
-        snap: &Snapshot,
-        index: &str,
-        condition: &Condition,
-        limit: Option<usize>,
-        reverse: bool,
-    ) -> Result<Vec<Vec<u8>>> {
-        let walk = self.walk(index)?;
-        let limit = limit.unwrap_or(usize::MAX);
+    /// Where `condition`'s entries lie in `walk`'s family.
+    fn span(&self, walk: &Walk<'_>, index: &str, condition: &Condition) -> Result<Span> {
         let error = |detail: String| Error::Query {
             table: self.schema.name.clone(),
             index: index.into(),
@@ -144,25 +188,31 @@ impl Table {
                     walk.types.len()
                 )));
             }
-            self.check_index_values(index, &walk.types, values)?;
+            self.check_index_values(walk, index, values)?;
             Ok(keycode::encode_all(values, &walk.types))
         };
-        if let Condition::Regex(pattern) = condition {
-            return self.regex_keys(snap, &walk, index, pattern, limit, reverse);
-        }
-        if let Condition::Eq(values) = condition {
-            if walk.pk_in_value && values.len() == walk.types.len() {
-                // A unique index's whole value: one point read.
-                let key = prefix_of(values)?;
-                let pk = self.db.get_cf_at(walk.family, snap, &key)?;
-                return Ok(pk.into_iter().take(limit).collect());
+        Ok(match condition {
+            Condition::Regex(pattern) => {
+                if walk.types.first() != Some(&ColumnType::String) {
+                    return Err(error(
+                        "a regex query needs a string as the index's first column".into(),
+                    ));
+                }
+                let exact = regex::Regex::new(&format!("^(?:{pattern})$"))
+                    .map_err(|e| error(format!("regex: {e}")))?;
+                Span::Regex(
+                    format!("(?-u:\\x01)(?:{pattern})(?s-u:\\x00\\x01.*)"),
+                    exact,
+                )
             }
-        }
-        let (from, to) = match condition {
+            Condition::Eq(values) if walk.pk_in_value && values.len() == walk.types.len() => {
+                // A unique index's whole value: one point read.
+                Span::Point(prefix_of(values)?)
+            }
             Condition::Eq(values) | Condition::Prefix(values) => {
                 let p = prefix_of(values)?;
                 let end = pith_enc::prefix::successor(&p);
-                (Some(p), end)
+                Span::Range(Some(p), end)
             }
             Condition::Range(lo, hi) => {
                 let from = match lo {
@@ -170,7 +220,7 @@ impl Table {
                     KeyBound::Included(v) => Some(prefix_of(v)?),
                     KeyBound::Excluded(v) => match pith_enc::prefix::successor(&prefix_of(v)?) {
                         Some(s) => Some(s),
-                        None => return Ok(Vec::new()),
+                        None => return Ok(Span::Empty),
                     },
                 };
                 let to = match hi {
@@ -178,82 +228,108 @@ impl Table {
                     KeyBound::Included(v) => pith_enc::prefix::successor(&prefix_of(v)?),
                     KeyBound::Excluded(v) => Some(prefix_of(v)?),
                 };
-                (from, to)
+                Span::Range(from, to)
             }
-            Condition::Regex(_) => (None, None),
-        };
-        let scan = self
-            .db
-            .range_cf_at(walk.family, snap, from.as_deref(), to.as_deref())?;
+        })
+    }
+
+    /// The entries (index key, primary key) in `span`, in index order
+    /// (backward when `reverse`), at most `limit`.
+    fn entries(
+        &self,
+        snap: &Snapshot,
+        walk: &Walk<'_>,
+        index: &str,
+        span: Span,
+        limit: Option<usize>,
+        reverse: bool,
+    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let limit = limit.unwrap_or(usize::MAX);
         let mut out = Vec::new();
-        let mut take = |kv: pith::Result<(Vec<u8>, Vec<u8>)>| -> Result<bool> {
-            let (k, v) = kv?;
-            out.push(self.pk_of(&walk, index, k, v)?);
-            Ok(out.len() < limit)
-        };
         if limit == 0 {
             return Ok(out);
         }
-        if reverse {
-            for kv in scan.rev() {
-                if !take(kv)? {
-                    break;
+        match span {
+            Span::Empty => {}
+            Span::Point(key) => {
+                if let Some(v) = self.db.get_cf_at(walk.family, snap, &key)? {
+                    let pk = self.pk_of(walk, index, &key, v)?;
+                    out.push((key, pk));
                 }
             }
-        } else {
-            for kv in scan {
-                if !take(kv)? {
-                    break;
+            Span::Range(from, to) => {
+                let scan =
+                    self.db
+                        .range_cf_at(walk.family, snap, from.as_deref(), to.as_deref())?;
+                let mut take = |kv: pith::Result<(Vec<u8>, Vec<u8>)>| -> Result<bool> {
+                    let (k, v) = kv?;
+                    let pk = self.pk_of(walk, index, &k, v)?;
+                    out.push((k, pk));
+                    Ok(out.len() < limit)
+                };
+                if reverse {
+                    for kv in scan.rev() {
+                        if !take(kv)? {
+                            break;
+                        }
+                    }
+                } else {
+                    for kv in scan {
+                        if !take(kv)? {
+                            break;
+                        }
+                    }
+                }
+            }
+            Span::Regex(whole, exact) => {
+                for kv in self.db.search_from_cf_at(walk.family, snap, &whole, b"")? {
+                    let (k, v) = kv?;
+                    if !regex_hit(&k, &exact) {
+                        continue;
+                    }
+                    let pk = self.pk_of(walk, index, &k, v)?;
+                    out.push((k, pk));
+                    if !reverse && out.len() >= limit {
+                        break;
+                    }
+                }
+                if reverse {
+                    out.reverse();
+                    out.truncate(limit);
                 }
             }
         }
         Ok(out)
     }
 
-    fn regex_keys(
+    /// The values of `columns` (index or primary key columns) from an
+    /// entry's key and primary key.
+    fn from_entry(
         &self,
-        snap: &Snapshot,
         walk: &Walk<'_>,
         index: &str,
-        pattern: &str,
-        limit: usize,
-        reverse: bool,
-    ) -> Result<Vec<Vec<u8>>> {
-        let error = |detail: String| Error::Query {
-            table: self.schema.name.clone(),
-            index: index.into(),
-            detail,
-        };
-        if walk.types.first() != Some(&ColumnType::String) {
-            return Err(error(
-                "a regex query needs a string as the index's first column".into(),
-            ));
-        }
-        let exact = regex::Regex::new(&format!("^(?:{pattern})$"))
-            .map_err(|e| error(format!("regex: {e}")))?;
-        let whole = format!("(?-u:\\x01)(?:{pattern})(?s-u:\\x00\\x01.*)");
-        let search = self.db.search_from_cf_at(walk.family, snap, &whole, b"")?;
-        let mut out = Vec::new();
-        for kv in search {
-            let (k, v) = kv?;
-            let mut rest = &k[..];
-            let first = keycode::decode(&mut rest, ColumnType::String);
-            let Some(Value::Text(text)) = first else {
-                continue; // null, or not this column's encoding
-            };
-            if !exact.is_match(&text) {
-                continue;
-            }
-            out.push(self.pk_of(walk, index, k, v)?);
-            if !reverse && out.len() >= limit {
-                break;
-            }
-        }
-        if reverse {
-            out.reverse();
-            out.truncate(limit);
-        }
-        Ok(out)
+        columns: &[usize],
+        key: &[u8],
+        pk: &[u8],
+    ) -> Result<Vec<Value>> {
+        let s = &self.schema;
+        let mut rest = key;
+        let index_values = keycode::decode_all(&mut rest, &walk.types)
+            .ok_or_else(|| self.corrupt(&format!("index {index}"), key))?;
+        let mut rest = pk;
+        let pk_values = keycode::decode_all(&mut rest, &self.pk_types())
+            .ok_or_else(|| self.corrupt("primary key", pk))?;
+        Ok(columns
+            .iter()
+            .map(|c| match walk.columns.iter().position(|x| x == c) {
+                Some(i) => index_values[i].clone(),
+                None => s
+                    .primary_key
+                    .iter()
+                    .position(|x| x == c)
+                    .map_or(Value::Null, |i| pk_values[i].clone()),
+            })
+            .collect())
     }
 
     /// The index named `index` (or the primary key) as a walk.
@@ -261,6 +337,7 @@ impl Table {
         if index == PRIMARY {
             return Ok(Walk {
                 family: &self.groups[0],
+                columns: self.schema.primary_key.clone(),
                 types: self.pk_types(),
                 pk_in_value: false,
                 pk_is_key: true,
@@ -278,6 +355,7 @@ impl Table {
             })?;
         Ok(Walk {
             family: &self.indexes[i],
+            columns: self.schema.indexes[i].columns.clone(),
             types: self.index_types(i),
             pk_in_value: self.schema.indexes[i].unique,
             pk_is_key: false,
@@ -285,31 +363,22 @@ impl Table {
     }
 
     /// The primary key an entry names.
-    fn pk_of(&self, walk: &Walk<'_>, index: &str, key: Vec<u8>, value: Vec<u8>) -> Result<Vec<u8>> {
+    fn pk_of(&self, walk: &Walk<'_>, index: &str, key: &[u8], value: Vec<u8>) -> Result<Vec<u8>> {
         if walk.pk_is_key {
-            return Ok(key);
+            return Ok(key.to_vec());
         }
         if walk.pk_in_value {
             return Ok(value);
         }
-        let mut rest = &key[..];
+        let mut rest = key;
         keycode::decode_all(&mut rest, &walk.types)
             .map(|_| rest.to_vec())
-            .ok_or_else(|| self.corrupt(&format!("index {index}"), &key))
+            .ok_or_else(|| self.corrupt(&format!("index {index}"), key))
     }
 
-    fn check_index_values(
-        &self,
-        index: &str,
-        types: &[ColumnType],
-        values: &[Value],
-    ) -> Result<()> {
+    fn check_index_values(&self, walk: &Walk<'_>, index: &str, values: &[Value]) -> Result<()> {
         let s = &self.schema;
-        let columns: Vec<usize> = match s.index(index) {
-            Some(ix) => ix.columns.clone(),
-            None => s.primary_key.clone(),
-        };
-        for ((v, &c), _) in values.iter().zip(&columns).zip(types) {
+        for (v, &c) in values.iter().zip(&walk.columns) {
             v.check(&s.columns[c]).map_err(|detail| Error::Query {
                 table: s.name.clone(),
                 index: index.into(),

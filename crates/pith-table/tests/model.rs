@@ -164,6 +164,23 @@ fn check(t: &Table, model: &Model) {
         let want = index_order(t, model, &cols);
         let got = keys_of(t, &query(t, index, all.clone(), false, None));
         assert_eq!(got, want, "index {index}");
+        // Columns all in the entry (index columns and key): read from the
+        // entries alone, and the same as read from the rows.
+        let covered: Vec<usize> = cols.iter().copied().chain([0, 1]).collect();
+        let from_entries = t
+            .query(&Query {
+                index: index.into(),
+                condition: all.clone(),
+                columns: covered.clone(),
+                limit: None,
+                reverse: false,
+            })
+            .expect("covered query");
+        let from_rows: Vec<Row> = query(t, index, all.clone(), false, None)
+            .into_iter()
+            .map(|r| covered.iter().map(|&c| r[c].clone()).collect())
+            .collect();
+        assert_eq!(from_entries, from_rows, "index {index} covering");
         let mut back = keys_of(t, &query(t, index, all.clone(), true, Some(3)));
         back.reverse();
         assert_eq!(

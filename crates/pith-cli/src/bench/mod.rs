@@ -7,6 +7,7 @@
 
 pub mod db;
 pub mod get;
+pub mod table;
 pub mod trie;
 pub mod zip;
 
