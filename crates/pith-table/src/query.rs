@@ -119,7 +119,7 @@ impl Table {
         if q.columns.iter().all(in_entry) {
             return entries
                 .into_iter()
-                .map(|(key, pk)| self.from_entry(&walk, &q.index, &q.columns, &key, &pk))
+                .map(|(key, pk)| self.entry_values(&walk, &q.index, &q.columns, &key, &pk))
                 .collect();
         }
         let groups = self.groups_for(&q.columns);
@@ -304,7 +304,7 @@ impl Table {
 
     /// The values of `columns` (index or primary key columns) from an
     /// entry's key and primary key.
-    fn from_entry(
+    fn entry_values(
         &self,
         walk: &Walk<'_>,
         index: &str,
