@@ -92,6 +92,13 @@ pub fn encode(out: &mut Vec<u8>, v: &Value, ty: ColumnType) {
     }
 }
 
+/// The first `n` bytes of `b`, advancing it.
+fn split<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+    let (head, rest) = (b.get(..n)?, b.get(n..)?);
+    *b = rest;
+    Some(head)
+}
+
 /// Decodes one value of type `ty` from the front of `b`, advancing it.
 pub fn decode(b: &mut &[u8], ty: ColumnType) -> Option<Value> {
     let (&tag, rest) = b.split_first()?;
@@ -102,16 +109,11 @@ pub fn decode(b: &mut &[u8], ty: ColumnType) -> Option<Value> {
     if tag != PRESENT {
         return None;
     }
-    let mut take = |n: usize| -> Option<&[u8]> {
-        let (head, rest) = (b.get(..n)?, b.get(n..)?);
-        *b = rest;
-        Some(head)
-    };
     Some(match ty {
         ColumnType::U8 | ColumnType::U16 | ColumnType::U32 | ColumnType::U64 => {
             let w = ty.fixed_width()?;
             let mut x = [0u8; 8];
-            x[8 - w..].copy_from_slice(take(w)?);
+            x[8 - w..].copy_from_slice(split(b, w)?);
             Value::UInt(u64::from_be_bytes(x))
         }
         ColumnType::I8
@@ -121,38 +123,38 @@ pub fn decode(b: &mut &[u8], ty: ColumnType) -> Option<Value> {
         | ColumnType::Timestamp => {
             let w = ty.fixed_width()?;
             let mut x = [0u8; 8];
-            x[8 - w..].copy_from_slice(take(w)?);
+            x[8 - w..].copy_from_slice(split(b, w)?);
             let u = u64::from_be_bytes(x) ^ (1 << (8 * w - 1));
             // Sign-extend from the column's width.
             let shift = 64 - 8 * w as u32;
             Value::Int(((u << shift) as i64) >> shift)
         }
         ColumnType::F64 => {
-            let x = u64::from_be_bytes(take(8)?.try_into().ok()?);
+            let x = u64::from_be_bytes(split(b, 8)?.try_into().ok()?);
             let bits = if x >> 63 == 1 { x ^ (1 << 63) } else { !x };
             Value::Float(f64::from_bits(bits))
         }
-        ColumnType::Bool => match take(1)?[0] {
+        ColumnType::Bool => match split(b, 1)?[0] {
             0 => Value::Bool(false),
             1 => Value::Bool(true),
             _ => return None,
         },
         ColumnType::Decimal { .. } => {
-            let x = u128::from_be_bytes(take(16)?.try_into().ok()?);
+            let x = u128::from_be_bytes(split(b, 16)?.try_into().ok()?);
             Value::Decimal((x ^ (1 << 127)) as i128)
         }
-        ColumnType::FixedBytes(n) => Value::Bytes(take(usize::from(n))?.to_vec()),
-        ColumnType::Uuid => Value::Bytes(take(16)?.to_vec()),
+        ColumnType::FixedBytes(n) => Value::Bytes(split(b, usize::from(n))?.to_vec()),
+        ColumnType::Uuid => Value::Bytes(split(b, 16)?.to_vec()),
         ColumnType::String | ColumnType::Bytes => {
             let mut out = Vec::new();
+            // Runs between escapes are copied whole.
             loop {
-                match take(1)?[0] {
-                    0 => match take(1)?[0] {
-                        0xFF => out.push(0),
-                        0x01 => break,
-                        _ => return None,
-                    },
-                    c => out.push(c),
+                let zero = b.iter().position(|&c| c == 0)?;
+                out.extend_from_slice(split(b, zero)?);
+                match split(b, 2)? {
+                    [0, 0xFF] => out.push(0),
+                    [0, 0x01] => break,
+                    _ => return None,
                 }
             }
             match ty {
@@ -161,6 +163,34 @@ pub fn decode(b: &mut &[u8], ty: ColumnType) -> Option<Value> {
             }
         }
     })
+}
+
+/// Advances `b` past one value of type `ty` without decoding it (no
+/// allocation); `None` when the bytes do not hold one.
+pub fn skip(b: &mut &[u8], ty: ColumnType) -> Option<()> {
+    let (&tag, rest) = b.split_first()?;
+    *b = rest;
+    match tag {
+        NULL => return Some(()),
+        PRESENT => {}
+        _ => return None,
+    }
+    let width = match ty {
+        ColumnType::String | ColumnType::Bytes => loop {
+            let zero = b.iter().position(|&c| c == 0)?;
+            let escape = b.get(zero + 1)?;
+            *b = b.get(zero + 2..)?;
+            match escape {
+                0xFF => continue,
+                0x01 => return Some(()),
+                _ => return None,
+            }
+        },
+        ColumnType::Decimal { .. } => 16,
+        other => other.fixed_width()?,
+    };
+    *b = b.get(width..)?;
+    Some(())
 }
 
 /// The encoding of `values`, of the columns typed `types`, in order.
@@ -231,6 +261,8 @@ mod tests {
             prop_assert_eq!((a.clone(), x).cmp(&(b, y)), ka.cmp(&kb));
             let mut s = &ka[..];
             prop_assert_eq!(decode_all(&mut s, &types), Some(vec![Value::Bytes(a), Value::Int(x.into())]));
+            let mut s = &ka[..];
+            prop_assert!(skip(&mut s, types[0]).is_some() && skip(&mut s, types[1]).is_some() && s.is_empty());
         }
     }
 

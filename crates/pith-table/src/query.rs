@@ -313,9 +313,18 @@ impl Table {
         pk: &[u8],
     ) -> Result<Vec<Value>> {
         let s = &self.schema;
+        // Only the index columns asked for are decoded.
+        let mut index_values = Vec::with_capacity(walk.types.len());
         let mut rest = key;
-        let index_values = keycode::decode_all(&mut rest, &walk.types)
-            .ok_or_else(|| self.corrupt(&format!("index {index}"), key))?;
+        for (&c, &ty) in walk.columns.iter().zip(&walk.types) {
+            let bad = || self.corrupt(&format!("index {index}"), key);
+            if columns.contains(&c) {
+                index_values.push(keycode::decode(&mut rest, ty).ok_or_else(bad)?);
+            } else {
+                keycode::skip(&mut rest, ty).ok_or_else(bad)?;
+                index_values.push(Value::Null);
+            }
+        }
         let mut rest = pk;
         let pk_values = keycode::decode_all(&mut rest, &self.pk_types())
             .ok_or_else(|| self.corrupt("primary key", pk))?;
@@ -371,9 +380,11 @@ impl Table {
             return Ok(value);
         }
         let mut rest = key;
-        keycode::decode_all(&mut rest, &walk.types)
-            .map(|_| rest.to_vec())
-            .ok_or_else(|| self.corrupt(&format!("index {index}"), key))
+        for &ty in &walk.types {
+            keycode::skip(&mut rest, ty)
+                .ok_or_else(|| self.corrupt(&format!("index {index}"), key))?;
+        }
+        Ok(rest.to_vec())
     }
 
     fn check_index_values(&self, walk: &Walk<'_>, index: &str, values: &[Value]) -> Result<()> {

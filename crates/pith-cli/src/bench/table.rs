@@ -70,6 +70,9 @@ pub struct Args {
     /// Random seed.
     #[arg(long, default_value_t = 42)]
     seed: u64,
+    /// Only the read workloads whose name contains this (e.g. `eq`).
+    #[arg(long)]
+    only: Option<String>,
 }
 
 /// One measured figure of both engines.
@@ -166,6 +169,13 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         regex_column: quote(&schema.columns[workloads.regex_column].name),
     };
     for w in 0..workloads.names.len() {
+        if args
+            .only
+            .as_ref()
+            .is_some_and(|o| !workloads.names[w].contains(o.as_str()))
+        {
+            continue;
+        }
         for &threads in &args.threads {
             eprintln!(
                 "pith bench table: {} with {threads} thread(s)",
