@@ -216,18 +216,10 @@ impl Iterator for Records {
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            self.buf.clear();
-            match self.reader.read_until(b'\n', &mut self.buf) {
-                Ok(0) => return None,
-                Ok(_) => {}
-                Err(source) => {
-                    return Some(Err(CliError::Io {
-                        path: self.path.clone(),
-                        source,
-                    }))
-                }
+            if let Err(e) = next_line(&mut self.reader, &mut self.buf, &mut self.line, &self.path)?
+            {
+                return Some(Err(e));
             }
-            self.line += 1;
             let mut line = self.buf.as_slice();
             if let Some(stripped) = line.strip_suffix(b"\n") {
                 line = stripped.strip_suffix(b"\r").unwrap_or(stripped);
@@ -238,6 +230,28 @@ impl Iterator for Records {
                 Format::Jsonl => self.parse_json(line),
             });
         }
+    }
+}
+
+/// Reads the next line (with its end) into `buf`, counting it in `line`;
+/// `None` at the end of the input.
+fn next_line(
+    reader: &mut Box<dyn BufRead>,
+    buf: &mut Vec<u8>,
+    line: &mut u64,
+    path: &Path,
+) -> Option<Result<(), CliError>> {
+    buf.clear();
+    match reader.read_until(b'\n', buf) {
+        Ok(0) => None,
+        Ok(_) => {
+            *line += 1;
+            Some(Ok(()))
+        }
+        Err(source) => Some(Err(CliError::Io {
+            path: path.to_path_buf(),
+            source,
+        })),
     }
 }
 
@@ -271,18 +285,10 @@ impl Iterator for Objects {
 
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            self.buf.clear();
-            match self.reader.read_until(b'\n', &mut self.buf) {
-                Ok(0) => return None,
-                Ok(_) => {}
-                Err(source) => {
-                    return Some(Err(CliError::Io {
-                        path: self.path.clone(),
-                        source,
-                    }))
-                }
+            if let Err(e) = next_line(&mut self.reader, &mut self.buf, &mut self.line, &self.path)?
+            {
+                return Some(Err(e));
             }
-            self.line += 1;
             if self.buf.iter().all(u8::is_ascii_whitespace) {
                 continue;
             }

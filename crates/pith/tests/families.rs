@@ -25,17 +25,6 @@ fn open(fs: &MemFs) -> DB {
     DB::open("/db", on(fs)).expect("open")
 }
 
-fn files(fs: &MemFs, ext: &str) -> Vec<String> {
-    let mut names: Vec<String> = fs
-        .list(Path::new("/db"))
-        .expect("list")
-        .into_iter()
-        .filter(|n| n.ends_with(ext))
-        .collect();
-    names.sort();
-    names
-}
-
 fn manifest_version(fs: &MemFs) -> u32 {
     let b = fs.read(Path::new("/db/MANIFEST")).expect("manifest");
     u32::from_le_bytes([b[8], b[9], b[10], b[11]])
@@ -180,11 +169,11 @@ fn dropping_a_family_removes_its_data_and_files_and_its_id_is_never_reused() {
     db.flush().expect("flush");
     // Writes still only in the log when the family goes.
     db.put_cf(&tmp, "late", "z").expect("put");
-    let segments = files(&fs, ".seg").len();
+    let segments = common::files(&fs, ".seg").len();
     let tmp_segments = db.stats_cf(&tmp).expect("stats").segments.len();
     assert!(tmp_segments >= 1);
     db.drop_family(&tmp).expect("drop");
-    assert_eq!(files(&fs, ".seg").len(), segments - tmp_segments);
+    assert_eq!(common::files(&fs, ".seg").len(), segments - tmp_segments);
     for e in [
         db.get_cf(&tmp, "t0001").expect_err("dropped"),
         db.put_cf(&tmp, "t0001", "x").expect_err("dropped"),
@@ -336,9 +325,9 @@ fn each_family_has_its_own_models_segments_and_merges() {
         Some(path(42).into_bytes())
     );
     // Dropping one family unlists its models and removes their files.
-    let model_files = files(&fs, ".model").len();
+    let model_files = common::files(&fs, ".model").len();
     db.drop_family(&paths).expect("drop");
-    assert!(files(&fs, ".model").len() < model_files);
+    assert!(common::files(&fs, ".model").len() < model_files);
     db.verify().expect("verify");
     db.close().expect("close");
     let db = DB::open(

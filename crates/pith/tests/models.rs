@@ -2,6 +2,8 @@
 //! through merges, retrained when the data drifts, deleted when unused,
 //! and a missing or corrupt model file is a typed error naming it.
 
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 
@@ -38,17 +40,6 @@ fn noise(i: usize) -> String {
         .collect()
 }
 
-fn files(fs: &MemFs, ext: &str) -> Vec<String> {
-    let mut names: Vec<String> = fs
-        .list(Path::new("/db"))
-        .expect("list")
-        .into_iter()
-        .filter(|n| n.ends_with(ext))
-        .collect();
-    names.sort();
-    names
-}
-
 fn write_file(fs: &MemFs, path: &Path, bytes: &[u8]) {
     match fs.remove(path) {
         Err(e) if e.kind() != std::io::ErrorKind::NotFound => panic!("remove: {e}"),
@@ -77,7 +68,7 @@ fn flushed_once(fs: &MemFs) -> String {
     load(&db, 0..1500, |i| package(i, "a"));
     db.flush().expect("flush");
     drop(db);
-    files(fs, ".model").pop().expect("a model file")
+    common::files(fs, ".model").pop().expect("a model file")
 }
 
 fn load(db: &DB, range: std::ops::Range<usize>, value: impl Fn(usize) -> String) {
@@ -115,7 +106,7 @@ fn flushes_share_one_model_and_merges_copy_their_records() {
     assert_eq!(s.models.len(), 1, "{:?}", s.models);
     let model = s.models[0].number;
     assert!(s.segments.iter().all(|x| x.model == Some(model)));
-    assert_eq!(files(&fs, ".model").len(), 1);
+    assert_eq!(common::files(&fs, ".model").len(), 1);
     assert_eq!((s.records_copied, s.records_encoded), (0, 6000));
     db.compact().expect("compact");
     let s = db.stats().expect("stats");
@@ -150,13 +141,13 @@ fn drifted_data_trains_a_new_model_and_the_old_one_goes_with_its_last_segment() 
     assert_eq!(s.models.len(), 2, "new data this different retrains");
     let second = s.models.iter().find(|m| m.current).expect("current").number;
     assert_ne!(first, second);
-    assert_eq!(files(&fs, ".model").len(), 2);
+    assert_eq!(common::files(&fs, ".model").len(), 2);
     db.compact().expect("compact");
     let s = db.stats().expect("stats");
     assert_eq!(s.models.len(), 1);
     assert_eq!(s.models[0].number, second);
     assert_eq!(
-        files(&fs, ".model"),
+        common::files(&fs, ".model"),
         vec![format!("{second:06}.model")],
         "the unused model file is removed"
     );
@@ -199,7 +190,7 @@ fn a_model_file_no_manifest_lists_is_removed_at_open() {
         &fs.read(&Path::new("/db").join(&name)).expect("read"),
     );
     let db = DB::open("/db", options(&fs)).expect("reopen");
-    assert_eq!(files(&fs, ".model"), vec![name]);
+    assert_eq!(common::files(&fs, ".model"), vec![name]);
     check(&db, 0..1500, |i| package(i, "a"));
 }
 
@@ -218,7 +209,7 @@ fn without_shared_models_each_store_carries_its_own_codec() {
     let s = db.stats().expect("stats");
     assert!(s.models.is_empty());
     assert!(s.segments.iter().all(|x| x.model.is_none()));
-    assert!(files(&fs, ".model").is_empty());
+    assert!(common::files(&fs, ".model").is_empty());
     assert_eq!(s.records_copied, 0);
     drop(db);
     // Turning them on later trains a model; the old segments keep reading.
@@ -289,14 +280,18 @@ fn compacting_a_compacted_database_rewrites_nothing() {
         db.put(format!("key{i:05}"), package(i, "a")).expect("put");
     }
     db.compact().expect("compact");
-    let first = files(&fs, ".seg");
+    let first = common::files(&fs, ".seg");
     assert_eq!(first.len(), 1, "{first:?}");
     db.compact().expect("compact again");
-    assert_eq!(files(&fs, ".seg"), first, "a settled segment was rewritten");
+    assert_eq!(
+        common::files(&fs, ".seg"),
+        first,
+        "a settled segment was rewritten"
+    );
 
     db.delete("key00007").expect("delete");
     db.compact().expect("compact with a tombstone");
-    let after = files(&fs, ".seg");
+    let after = common::files(&fs, ".seg");
     assert_eq!(after.len(), 1, "{after:?}");
     assert_ne!(after, first, "a tombstone to drop must merge");
     let stats = db.stats().expect("stats");
@@ -306,7 +301,7 @@ fn compacting_a_compacted_database_rewrites_nothing() {
     db.put("key00008", "new value").expect("put");
     db.flush().expect("flush");
     db.compact().expect("compact with an older version");
-    let last = files(&fs, ".seg");
+    let last = common::files(&fs, ".seg");
     assert_eq!(last.len(), 1, "{last:?}");
     assert_ne!(last, after);
     assert_eq!(

@@ -33,6 +33,7 @@ use rusqlite::{params_from_iter, Connection, OpenFlags};
 
 use pith_table::{ColumnType, Condition, KeyBound, Query, Schema, Table, Tables, Value};
 
+use crate::bench::db::sys::dir_bytes;
 use crate::input::Objects;
 use crate::text::thousands;
 use crate::CliError;
@@ -718,20 +719,6 @@ where
         Some(r) => Ok((best, r)),
         None => Err(CliError::Usage("no run".into())),
     }
-}
-
-fn dir_bytes(p: &Path) -> u64 {
-    let mut total = 0;
-    if let Ok(entries) = std::fs::read_dir(p) {
-        for e in entries.flatten() {
-            match e.metadata() {
-                Ok(m) if m.is_dir() => total += dir_bytes(&e.path()),
-                Ok(m) => total += m.len(),
-                Err(_) => {}
-            }
-        }
-    }
-    total
 }
 
 fn print_report(

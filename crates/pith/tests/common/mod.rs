@@ -28,3 +28,16 @@ pub fn proptest_cases() -> u32 {
         .and_then(|s| s.parse().ok())
         .unwrap_or(48)
 }
+
+/// The names in `/db` on `fs` that end with `ext`, sorted.
+pub fn files(fs: &pith::env::MemFs, ext: &str) -> Vec<String> {
+    use pith::env::Fs;
+    let mut names: Vec<String> = fs
+        .list(std::path::Path::new("/db"))
+        .expect("list")
+        .into_iter()
+        .filter(|n| n.ends_with(ext))
+        .collect();
+    names.sort();
+    names
+}

@@ -37,7 +37,7 @@
 mod charts;
 mod engine;
 mod report;
-mod sys;
+pub(crate) mod sys;
 mod workload;
 
 use std::path::PathBuf;
