@@ -77,7 +77,7 @@ where
         }
         .into());
     }
-    if inner.with_state(|st| st.memtables().any(|m| !m.is_empty())) {
+    if inner.with_state(|st| st.trees.iter().any(|t| !t.mem.is_empty())) {
         inner.switch_memtable()?;
     }
     inner.wait_for(|st, _| st.frozen_generations() == 0)?;

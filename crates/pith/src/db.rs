@@ -801,6 +801,11 @@ impl DB {
             return Err(Error::FamilyExists { name: name.into() });
         }
         let id = crate::core::lock(&self.inner.manifest).next_family;
+        if id == u32::MAX {
+            return Err(Error::InvalidArgument(
+                "every column family id has been used".into(),
+            ));
+        }
         let name: Arc<str> = Arc::from(name);
         self.inner.apply(crate::core::Edit {
             create: Some((id, name.clone())),
