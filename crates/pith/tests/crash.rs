@@ -8,7 +8,8 @@
 //! * nothing later exists, and `verify` passes.
 //!
 //! Batch `i` puts `b{i}/0`, `b{i}/1`, `b{i}/2` = `v{i}` and deletes
-//! `b{i-3}/2`. Rounds continue on the same directory, so recovery of
+//! `b{i-3}/2`; parts 0 and 1 are in the default column family, part 2 in
+//! the family `side`, so every batch spans two families. Rounds continue on the same directory, so recovery of
 //! recovery is exercised too. `PITH_CRASH_ROUNDS` sets the rounds
 //! (default 12).
 
@@ -47,13 +48,15 @@ fn crash_child() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(0);
     let db = DB::open(&dir, options()).expect("child open");
+    let side = db.family(SIDE).expect("the parent created the family");
     for i in start.. {
         let mut b = WriteBatch::new();
-        for part in 0..3 {
+        for part in 0..2 {
             b.put(key(i, part), value(i));
         }
+        b.put_cf(&side, key(i, 2), value(i));
         if i >= 3 {
-            b.delete(key(i - 3, 2));
+            b.delete_cf(&side, key(i - 3, 2));
         }
         db.write(WriteOptions::synced(), b).expect("child write");
         println!("ack {i}");
@@ -63,8 +66,15 @@ fn crash_child() {
     }
 }
 
+/// The column family of each batch's part 2.
+const SIDE: &str = "side";
+
 fn present(db: &DB, i: u64, part: u32) -> bool {
-    match db.get(key(i, part)).expect("get") {
+    let cf = match part {
+        2 => db.family(SIDE).expect("the family survives every crash"),
+        _ => db.default_family(),
+    };
+    match db.get_cf(&cf, key(i, part)).expect("get") {
         Some(v) => {
             assert_eq!(v, value(i), "batch {i} part {part} has a wrong value");
             true
@@ -108,8 +118,11 @@ fn check(dir: &std::path::Path, acked: Option<u64>) -> u64 {
         );
     }
     let n = db.range(None, None).count() as u64;
-    let expect = 2 * committed_end + committed_end.min(3);
-    assert_eq!(n, expect, "scan sees {n} keys, expected {expect}");
+    assert_eq!(n, 2 * committed_end, "scan of the default family");
+    let side = db.family(SIDE).expect("side");
+    let n = db.range_cf(&side, None, None).expect("side").count() as u64;
+    let expect = committed_end.min(3);
+    assert_eq!(n, expect, "scan of {SIDE} sees {n} keys, expected {expect}");
     db.verify().expect("verify after kill");
     committed_end
 }
@@ -125,6 +138,10 @@ fn kill_during_writes_flushes_and_merges() {
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
     let mut next = 0u64;
     let mut total_acked = 0;
+    DB::open(dir.path(), options())
+        .and_then(|db| db.create_family(SIDE).map(|_| db))
+        .and_then(DB::close)
+        .expect("create the database and its second family");
     for round in 0..rounds {
         let mut child = Command::new(&exe)
             .args(["crash_child", "--exact", "--nocapture", "--test-threads=1"])
