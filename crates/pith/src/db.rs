@@ -173,6 +173,36 @@ fn get_in(
     Ok(None)
 }
 
+/// Live keys of `t` in `[from, to)` at `snap` from trie ranks, when `t`
+/// is settled: no memtable entry, one segment whose versions `snap` sees
+/// all, holding no tombstone and no deadline (so every key in it is live
+/// and has one visible newest version). `None` otherwise.
+fn settled_count(t: &Tree, snap: u64, from: Option<&[u8]>, to: Option<&[u8]>) -> Option<u64> {
+    if !t.memtables().all(|m| m.is_empty()) {
+        return None;
+    }
+    match t.segments.as_slice() {
+        [] => Some(0),
+        [only] if only.all_keys_live() && only.max_seq() <= snap => {
+            let trie = only.trie();
+            let lo = from.map_or(0, |k| trie.lower_bound(k));
+            let hi = to.map_or(trie.len() as u64, |k| trie.lower_bound(k));
+            Some(hi.saturating_sub(lo))
+        }
+        _ => None,
+    }
+}
+
+/// Counts a scan's keys (no value decoded).
+fn count_scan(scan: Scan) -> Result<u64> {
+    let mut n = 0;
+    for k in scan.keys() {
+        k?;
+        n += 1;
+    }
+    Ok(n)
+}
+
 /// A deadline as the API shows it.
 fn shown(deadline: u64) -> Option<u64> {
     (deadline != NO_DEADLINE).then_some(deadline)
@@ -488,27 +518,43 @@ impl DB {
 
     /// [`DB::count_keys`] of column family `cf`.
     pub fn count_keys_cf(&self, cf: &ColumnFamily) -> Result<u64> {
-        let st = self.inner.current();
-        let t = tree(&st, cf)?;
-        if t.memtables().all(|m| m.is_empty()) {
-            match t.segments.as_slice() {
-                [] => return Ok(0),
-                [only] => {
-                    let info = only.info();
-                    if info.tombstones == 0 && info.expiring == 0 {
-                        return Ok(info.keys);
-                    }
-                }
-                _ => {}
-            }
+        self.count_range_cf(cf, None, None)
+    }
+
+    /// Live keys of column family `cf` in `[from, to)` (`None` leaves a
+    /// side open), counted exactly. When the family is settled (no
+    /// memtable entry, one segment, no tombstone or deadline in it), the
+    /// count is the difference of two trie ranks, found by two seeks
+    /// whatever the range holds; otherwise the keys are walked (no value
+    /// decoded).
+    pub fn count_range_cf(
+        &self,
+        cf: &ColumnFamily,
+        from: Option<&[u8]>,
+        to: Option<&[u8]>,
+    ) -> Result<u64> {
+        let (st, snap) = self.inner.view();
+        if let Some(n) = settled_count(tree(&st, cf)?, snap, from, to) {
+            return Ok(n);
         }
         drop(st);
-        let mut n = 0;
-        for k in self.range_cf(cf, None, None)?.keys() {
-            k?;
-            n += 1;
+        count_scan(self.range_cf(cf, from, to)?)
+    }
+
+    /// [`DB::count_range_cf`] as of `snapshot`.
+    pub fn count_range_cf_at(
+        &self,
+        cf: &ColumnFamily,
+        snapshot: &Snapshot,
+        from: Option<&[u8]>,
+        to: Option<&[u8]>,
+    ) -> Result<u64> {
+        let st = self.inner.current();
+        if let Some(n) = settled_count(tree(&st, cf)?, snapshot.seq, from, to) {
+            return Ok(n);
         }
-        Ok(n)
+        drop(st);
+        count_scan(self.range_cf_at(cf, snapshot, from, to)?)
     }
 
     /// `(key, value)` pairs whose keys match `pattern` (anchored at both

@@ -468,3 +468,50 @@ proptest! {
         db.verify().expect("verify");
     }
 }
+
+#[test]
+fn range_counts_agree_with_scans_settled_or_not() {
+    let fs = MemFs::new();
+    let db = open(&fs);
+    let f = db.create_family("f").expect("create");
+    for i in 0..500u32 {
+        db.put_cf(&f, format!("k{i:04}"), "v").expect("put");
+    }
+    let bounds: [(Option<&[u8]>, Option<&[u8]>); 5] = [
+        (None, None),
+        (Some(b"k0100"), Some(b"k0200")),
+        (Some(b"k01"), None),
+        (None, Some(b"k0042")),
+        (Some(b"z"), Some(b"zz")),
+    ];
+    let check = |db: &DB, snap: Option<&pith::Snapshot>| {
+        for (from, to) in bounds {
+            let scanned = match snap {
+                Some(s) => db.range_cf_at(&f, s, from, to).expect("scan").count(),
+                None => db.range_cf(&f, from, to).expect("scan").count(),
+            } as u64;
+            let counted = match snap {
+                Some(s) => db.count_range_cf_at(&f, s, from, to).expect("count"),
+                None => db.count_range_cf(&f, from, to).expect("count"),
+            };
+            assert_eq!(counted, scanned, "{from:?}..{to:?}");
+        }
+    };
+    check(&db, None); // memtable: walked
+    db.compact().expect("compact");
+    check(&db, None); // one settled segment: two trie ranks
+    let snap = db.snapshot();
+    db.delete_cf(&f, "k0150").expect("delete");
+    db.put_cf(&f, "k0150x", "v").expect("put");
+    db.flush().expect("flush");
+    check(&db, None); // a tombstone: walked
+    check(&db, Some(&snap));
+    assert_eq!(
+        db.count_range_cf(&f, Some(b"k0100"), Some(b"k0200"))
+            .expect("count"),
+        100
+    );
+    drop(snap);
+    db.compact().expect("compact");
+    check(&db, None);
+}

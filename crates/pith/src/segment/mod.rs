@@ -416,6 +416,12 @@ impl Segment {
         self.header.keys == self.header.records && self.tombstones == 0 && self.expiry.len() == 0
     }
 
+    /// True when every key's newest version is a live put: no tombstone
+    /// and no deadline anywhere in the segment.
+    pub(crate) fn all_keys_live(&self) -> bool {
+        self.tombstones == 0 && self.expiry.len() == 0
+    }
+
     pub(crate) fn trie(&self) -> &Trie<'_> {
         &self.trie
     }
