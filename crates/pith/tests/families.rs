@@ -469,6 +469,9 @@ proptest! {
     }
 }
 
+/// A key range: from (included) and to (excluded), open when `None`.
+type Bounds = (Option<&'static [u8]>, Option<&'static [u8]>);
+
 #[test]
 fn range_counts_agree_with_scans_settled_or_not() {
     let fs = MemFs::new();
@@ -477,7 +480,7 @@ fn range_counts_agree_with_scans_settled_or_not() {
     for i in 0..500u32 {
         db.put_cf(&f, format!("k{i:04}"), "v").expect("put");
     }
-    let bounds: [(Option<&[u8]>, Option<&[u8]>); 5] = [
+    let bounds: [Bounds; 5] = [
         (None, None),
         (Some(b"k0100"), Some(b"k0200")),
         (Some(b"k01"), None),
