@@ -166,7 +166,10 @@ impl Inner {
     fn commit_group(&self, group: &[Arc<Slot>]) -> Result<()> {
         self.check_writable()?;
         self.make_room()?;
-        let st = self.current();
+        // The live memtables only: holding a whole state could make this
+        // thread the one that drops it and removes its obsolete files.
+        let mems: Vec<(u32, Arc<Memtable>)> =
+            self.with_state(|st| st.trees.iter().map(|t| (t.id, t.mem.clone())).collect());
         let mut slot = lock(&self.wal);
         let wal = slot.as_mut().ok_or_else(|| Error::ReadOnly {
             path: self.dir.clone(),
@@ -194,8 +197,8 @@ impl Inner {
             for op in b.ops() {
                 // A family dropped since the batch was checked: its
                 // operations are logged, and skipped here as at recovery.
-                if let Some(t) = st.tree(op.family) {
-                    t.mem.insert(op.key, seq, op.kind, op.value, op.deadline);
+                if let Some((_, mem)) = mems.iter().find(|(id, _)| *id == op.family) {
+                    mem.insert(op.key, seq, op.kind, op.value, op.deadline);
                 }
                 seq += 1;
             }
@@ -211,11 +214,12 @@ impl Inner {
         }
         self.check_writable()?;
         if !batch.families().is_empty() {
-            let st = self.current();
-            if let Some(gone) = batch.families().iter().find(|f| st.tree(f.id).is_none()) {
-                return Err(Error::NoSuchFamily {
-                    name: gone.name().into(),
-                });
+            let gone = self.with_state(|st| {
+                let gone = batch.families().iter().find(|f| st.tree(f.id).is_none());
+                gone.map(|f| f.name().to_string())
+            });
+            if let Some(name) = gone {
+                return Err(Error::NoSuchFamily { name });
             }
         }
         let len = batch.encoded_len();
