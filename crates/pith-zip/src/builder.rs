@@ -411,6 +411,9 @@ where
         }
     };
     let codec = prepared.codec();
+    // Records that are all empty have nothing to check: a crc32c each
+    // would be the whole store (an index's entries with no value).
+    let checksums = options.record_checksums && first.max_record > 0;
 
     // Pass 2: encode and write, checking the input is the same.
     let mut offsets = Vec::with_capacity(first.records as usize + 1);
@@ -426,7 +429,7 @@ where
         }
         buf.clear();
         prepared.encode(r, &mut buf)?;
-        if options.record_checksums {
+        if checksums {
             le::put_u32(&mut buf, crc);
         }
         pool_crc = crc32c::crc32c_append(pool_crc, &buf);
@@ -447,7 +450,7 @@ where
             max_record: first.max_record,
             raw_bytes: first.raw_bytes,
             pool_crc,
-            checksums: options.record_checksums,
+            checksums,
         },
     )
 }

@@ -100,6 +100,27 @@ fn edge_cases() {
     }
 }
 
+/// A store of empty records (an index's entries) holds no checksums: a
+/// crc32c of nothing per record would be the whole store.
+#[test]
+fn empty_records_cost_no_checksums() {
+    let records: Vec<Vec<u8>> = vec![Vec::new(); 10_000];
+    let (bytes, _) = build_to_vec(&records, &options(CodecChoice::Auto)).expect("build");
+    // The offsets' bases (a word per 64 records) and the footer: 1.4 KB
+    // (with a checksum per record: 41 KB).
+    assert!(
+        bytes.len() < 2048,
+        "{} bytes for 10,000 empty records",
+        bytes.len()
+    );
+    let store = Store::open(&bytes).expect("open");
+    assert_eq!(store.len(), 10_000);
+    let mut out = vec![1u8];
+    store.get(9_999, &mut out).expect("get");
+    assert!(out.is_empty());
+    store.verify().expect("verify");
+}
+
 #[test]
 fn auto_compresses_text_and_keeps_noise_plain() {
     assert_ne!(
