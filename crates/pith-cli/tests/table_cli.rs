@@ -140,6 +140,13 @@ fn the_debian_table_loads_queries_and_verifies() {
     ] {
         assert!(stats.contains(name), "{stats}");
     }
+    // `pith stats` counts every family: 4 groups and 4 indexes of 15,860
+    // entries, the catalog's one, the empty default family.
+    let engine: serde_json::Value =
+        serde_json::from_str(&ok(&pith(&["stats", "--db", &db, "--exact", "--json"])))
+            .expect("json");
+    assert_eq!(engine["families"].as_array().map(Vec::len), Some(10));
+    assert_eq!(engine["live_keys"].as_u64(), Some(8 * 15_860 + 1));
     let verified = ok(&pith(&["table", "verify", "--db", &db, "packages"]));
     assert!(verified.starts_with("ok: 15,860 rows"), "{verified}");
     // An absent key exits 1.
