@@ -92,8 +92,8 @@ pub fn encode(out: &mut Vec<u8>, v: &Value, ty: ColumnType) {
     }
 }
 
-/// The first `n` bytes of `b`, advancing it.
-fn split<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+/// The first `n` bytes of `b`, advancing it (rows use it too).
+pub(crate) fn split<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
     let (head, rest) = (b.get(..n)?, b.get(n..)?);
     *b = rest;
     Some(head)

@@ -19,6 +19,7 @@
 
 use pith_enc::varint;
 
+use crate::keycode::split;
 use crate::schema::{Column, ColumnType};
 use crate::value::Value;
 
@@ -96,13 +97,6 @@ pub fn decode(b: &[u8], columns: &[&Column]) -> Option<Vec<Value>> {
     }
     out.resize(columns.len(), Value::Null);
     Some(out)
-}
-
-/// The first `n` bytes of `b`, advancing it.
-fn split<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
-    let (head, rest) = (b.get(..n)?, b.get(n..)?);
-    *b = rest;
-    Some(head)
 }
 
 fn take(b: &mut &[u8], ty: ColumnType) -> Option<Value> {

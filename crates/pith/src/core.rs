@@ -85,7 +85,8 @@ impl Tree {
     }
 }
 
-fn dedup_models(mut models: Vec<&Arc<ModelFile>>) -> Vec<&Arc<ModelFile>> {
+/// `models`, each once, by number.
+pub(crate) fn dedup_models(mut models: Vec<&Arc<ModelFile>>) -> Vec<&Arc<ModelFile>> {
     models.sort_by_key(|m| m.number);
     models.dedup_by_key(|m| m.number);
     models

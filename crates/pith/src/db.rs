@@ -938,10 +938,7 @@ impl DB {
                 wal_bytes += len;
             }
         }
-        let mut models: Vec<&Arc<crate::model_file::ModelFile>> =
-            trees.iter().flat_map(|t| t.models()).collect();
-        models.sort_by_key(|m| m.number);
-        models.dedup_by_key(|m| m.number);
+        let models = crate::core::dedup_models(trees.iter().flat_map(|t| t.models()).collect());
         let segments = || trees.iter().flat_map(|t| t.segments.iter());
         let memtables = || trees.iter().flat_map(|t| t.memtables());
         let models = models
