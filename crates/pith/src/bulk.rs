@@ -8,13 +8,23 @@
 //! fails stops writes (nothing later can reuse its sequence number), and a
 //! chunk whose build fails leaves no file. The load holds the writer role
 //! throughout, after flushing the memtable, so no other write interleaves.
+//!
+//! A load into several families at once ([`load_families`]) takes each
+//! family's records whole, builds one segment per family on up to
+//! `Options::background_threads` threads at a time, and installs them all
+//! in one edit with one sequence number: readers and recovery see every
+//! family's records or none (a table's rows and its indexes, say). A
+//! failed build removes what the others built.
 
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 
 use crate::core::{Edit, Inner};
 use crate::dbformat::{tag, Kind, NO_DEADLINE};
 use crate::error::{Error, Result};
+use crate::model_file::ModelFile;
 use crate::segment::writer::{Group, GroupSource, ValueRef};
+use crate::segment::Segment;
 use crate::training::{self, Coding};
 
 /// A sorted chunk of a bulk load as a build input.
@@ -48,6 +58,10 @@ impl GroupSource for BulkSource {
         Ok(())
     }
 }
+
+/// Owned `(key, value)` records, as [`crate::DB::bulk_load_families`]
+/// takes each family's.
+pub type Records = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// What a bulk load did.
 #[derive(Clone, Debug, Default)]
@@ -114,9 +128,59 @@ where
 fn load_chunk(
     inner: &Inner,
     family: u32,
-    mut records: Vec<(Vec<u8>, Vec<u8>)>,
+    records: Vec<(Vec<u8>, Vec<u8>)>,
     coding: &mut Option<Coding>,
 ) -> Result<u64> {
+    let seq = inner.last_seq.load(Ordering::Acquire) + 1;
+    let built = build_chunk(inner, family, records, seq, coding)?;
+    let Some(segment) = built.segment else {
+        return Ok(0);
+    };
+    inner.apply(Edit {
+        added: vec![(family, segment)],
+        last_seq: seq,
+        publish_seq: Some(seq),
+        models: built.model.map(|m| (family, m)).into_iter().collect(),
+        ..Edit::default()
+    })?;
+    Ok(built.keys)
+}
+
+/// A chunk built into a segment, not yet installed.
+struct Built {
+    family: u32,
+    /// `None` when the chunk held no record.
+    segment: Option<Arc<Segment>>,
+    /// The model trained for it, if one was.
+    model: Option<Arc<ModelFile>>,
+    keys: u64,
+    records: u64,
+}
+
+impl Built {
+    /// Its files go with their last reference: for a build that will
+    /// never be installed.
+    fn discard(&self) {
+        if let Some(s) = &self.segment {
+            s.mark_obsolete();
+        }
+        if let Some(m) = &self.model {
+            m.set_obsolete(true);
+        }
+    }
+}
+
+/// Sorts `records` (the last of repeated keys wins) and builds them into
+/// one segment of `family` at sequence number `seq`; `coding` is decided
+/// here when it is `None` (and may train a model, returned in `Built`).
+fn build_chunk(
+    inner: &Inner,
+    family: u32,
+    mut records: Vec<(Vec<u8>, Vec<u8>)>,
+    seq: u64,
+    coding: &mut Option<Coding>,
+) -> Result<Built> {
+    let count = records.len() as u64;
     // Stable sort, then keep the last of each run of equal keys.
     records.sort_by(|a, b| a.0.cmp(&b.0));
     let mut deduped: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(records.len());
@@ -126,29 +190,115 @@ fn load_chunk(
             _ => deduped.push(r),
         }
     }
-    let seq = inner.last_seq.load(Ordering::Acquire) + 1;
     let keys = deduped.len() as u64;
     let source = BulkSource {
         records: deduped,
         tag: tag(seq, Kind::Put),
     };
-    let first = coding.is_none();
     let c = match coding {
         Some(c) => c,
         None => coding.insert(training::coding_for(inner, family, &source)?),
     };
-    let Some(segment) = inner.build_segment(&source, &inner.options.merge_zip, c.model.as_ref())?
-    else {
-        return Ok(0);
+    let model = c.model.clone().filter(|_| c.trained);
+    let segment = match inner.build_segment(&source, &inner.options.merge_zip, c.model.as_ref()) {
+        Ok(s) => s,
+        Err(e) => {
+            if let Some(m) = &model {
+                m.set_obsolete(true);
+            }
+            return Err(e);
+        }
     };
-    drop(source);
-    let models = c.model.clone().filter(|_| first && c.trained);
-    inner.apply(Edit {
-        added: vec![(family, segment)],
+    // Trained once: a later chunk of the same load encodes with it.
+    c.trained = false;
+    Ok(Built {
+        family,
+        segment,
+        model,
+        keys,
+        records: count,
+    })
+}
+
+/// Loads each family's records into one new segment per family, the
+/// families built in parallel, and installs them all in one edit; see the
+/// module documentation and `DB::bulk_load_families`.
+pub(crate) fn load_families(inner: &Inner, mut loads: Vec<(u32, Records)>) -> Result<BulkStats> {
+    let _role = inner.writer_role();
+    inner.check_writable()?;
+    let mut ids: Vec<u32> = loads.iter().map(|(f, _)| *f).collect();
+    ids.sort_unstable();
+    if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
+        return Err(Error::InvalidArgument(format!(
+            "a bulk load names column family id {} twice",
+            w[0]
+        )));
+    }
+    if let Some(&missing) = ids
+        .iter()
+        .find(|&&f| inner.with_state(|st| st.tree(f).is_none()))
+    {
+        return Err(Error::NoSuchFamily {
+            name: format!("id {missing}"),
+        });
+    }
+    if inner.with_state(|st| st.trees.iter().any(|t| !t.mem.is_empty())) {
+        inner.switch_memtable()?;
+    }
+    inner.wait_for(|st, _| st.frozen_generations() == 0)?;
+    let seq = inner.last_seq.load(Ordering::Acquire) + 1;
+    // Popped largest first, so the last family to start is a small one.
+    loads.sort_by_key(|(_, r)| r.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>());
+    let queue = Mutex::new(loads);
+    let results: Mutex<Vec<Result<Built>>> = Mutex::new(Vec::new());
+    let workers = inner.options.background_threads.clamp(1, ids.len().max(1));
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| loop {
+                let next = crate::core::lock(&queue).pop();
+                let Some((family, records)) = next else {
+                    return;
+                };
+                let mut coding = None;
+                let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    build_chunk(inner, family, records, seq, &mut coding)
+                }))
+                .unwrap_or_else(|_| {
+                    Err(Error::Internal(format!(
+                        "bulk load: the build of column family id {family} panicked"
+                    )))
+                });
+                crate::core::lock(&results).push(built);
+            });
+        }
+    });
+    let results = results.into_inner().unwrap_or_else(|p| p.into_inner());
+    let (built, failed): (Vec<_>, Vec<_>) = results.into_iter().partition(|r| r.is_ok());
+    let built: Vec<Built> = built.into_iter().flatten().collect();
+    if let Some(Err(e)) = failed.into_iter().next() {
+        built.iter().for_each(Built::discard);
+        return Err(e);
+    }
+    let mut stats = BulkStats::default();
+    let mut edit = Edit {
         last_seq: seq,
         publish_seq: Some(seq),
-        models: models.map(|m| (family, m)).into_iter().collect(),
         ..Edit::default()
-    })?;
-    Ok(keys)
+    };
+    for b in built {
+        stats.records += b.records;
+        stats.keys += b.keys;
+        if let Some(segment) = b.segment {
+            stats.segments += 1;
+            edit.added.push((b.family, segment));
+        }
+        if let Some(m) = b.model {
+            edit.models.push((b.family, m));
+        }
+    }
+    if edit.added.is_empty() && edit.models.is_empty() {
+        return Ok(stats);
+    }
+    inner.apply(edit)?;
+    Ok(stats)
 }

@@ -357,15 +357,21 @@ impl Inner {
     /// opens it; `None` (and no file) when the source yields nothing. The
     /// caller installs it with [`Inner::apply`].
     ///
-    /// Values are encoded with `model` when there is one (see
-    /// `segment::writer`), else with a store of their own as `zip` says.
+    /// Values are encoded with `model` when there is one that pays (see
+    /// `segment::writer`, `model_file::PAYING_RATIO`), stored plain when
+    /// there is one that does not, else with a store of their own as
+    /// `zip` says.
     pub(crate) fn build_segment(
         &self,
         source: &dyn GroupSource,
         zip: &pith_zip::Options,
         model: Option<&Arc<ModelFile>>,
     ) -> Result<Option<Arc<Segment>>> {
-        let zip = self.options.within_build_budget(zip);
+        let mut zip = self.options.within_build_budget(zip);
+        if model.is_some_and(|m| !m.pays()) {
+            zip.codec = pith_zip::CodecChoice::Force(pith_zip::Codec::Plain);
+        }
+        let model = model.filter(|m| m.pays());
         let number = self.new_file_number();
         let fs = &*self.fs;
         let coding = ValueCoding {

@@ -14,7 +14,7 @@ use std::thread::JoinHandle;
 
 use crate::background::{self, Role};
 use crate::batch::WriteBatch;
-use crate::bulk::{self, BulkStats};
+use crate::bulk::{self, BulkStats, Records};
 use crate::core::{lock, Inner, State, Tree};
 use crate::dbformat::{expired, tag_kind, Kind, NO_DEADLINE};
 use crate::error::{Error, Result};
@@ -111,7 +111,9 @@ pub struct ModelInfo {
     pub trained_ratio: f64,
     /// Bytes of sample records it was trained on.
     pub trained_from: u64,
-    /// Whether new segments are encoded with it.
+    /// Whether it is its family's current model: new segments are
+    /// encoded with it, or stored plain when it does not pay (a trained
+    /// ratio under 1.11).
     pub current: bool,
     /// Live segments encoded with it.
     pub segments: usize,
@@ -171,6 +173,22 @@ fn get_in(
         }
     }
     Ok(None)
+}
+
+/// The value of each (family, key) of `reads` in `st` at `snap`.
+fn multi_get_in<'a, K: AsRef<[u8]>>(
+    st: &State,
+    snap: u64,
+    now: u64,
+    reads: impl IntoIterator<Item = (&'a ColumnFamily, K)>,
+) -> Result<Vec<Option<Vec<u8>>>> {
+    reads
+        .into_iter()
+        .map(|(cf, key)| {
+            let found = get_in(tree(st, cf)?, key.as_ref(), snap, now, true)?;
+            Ok(found.map(|(value, _)| value))
+        })
+        .collect()
 }
 
 /// Live keys of `t` in `[from, to)` at `snap` from trie ranks, when `t`
@@ -354,6 +372,28 @@ impl DB {
             true,
         )?;
         Ok(found.map(|(value, _)| value))
+    }
+
+    /// The values of several (family, key) pairs, in their order (`None`
+    /// where a key is absent, deleted or expired), all at one point:
+    /// [`DB::get_cf`] for each, with the database state and clock read
+    /// once (the column groups of a table row, say).
+    pub fn multi_get_cf<'a, K: AsRef<[u8]>>(
+        &self,
+        reads: impl IntoIterator<Item = (&'a ColumnFamily, K)>,
+    ) -> Result<Vec<Option<Vec<u8>>>> {
+        let (st, snap) = self.inner.view();
+        multi_get_in(&st, snap, self.inner.now(), reads)
+    }
+
+    /// [`DB::multi_get_cf`] as of `snapshot`.
+    pub fn multi_get_cf_at<'a, K: AsRef<[u8]>>(
+        &self,
+        snapshot: &Snapshot,
+        reads: impl IntoIterator<Item = (&'a ColumnFamily, K)>,
+    ) -> Result<Vec<Option<Vec<u8>>>> {
+        let st = self.inner.current();
+        multi_get_in(&st, snapshot.seq, self.inner.now(), reads)
     }
 
     /// The time by the database's clock ([`Options::clock`]), in
@@ -772,6 +812,20 @@ impl DB {
         E: From<Error>,
     {
         bulk::load(&self.inner, cf.id, records)
+    }
+
+    /// Loads each family's records (in any order; the last of repeated
+    /// keys wins) into one new segment per family, building the families
+    /// in parallel (`Options::background_threads` at a time), and installs
+    /// them all at once: readers and recovery see every family's records
+    /// or none, as after one write batch. The records are held in memory
+    /// as given, so this suits loads that fit in it; [`DB::bulk_load`]
+    /// streams. Flushes every family's memtable first; other writers wait
+    /// while it runs, readers do not. A family named twice is an
+    /// [`Error::InvalidArgument`].
+    pub fn bulk_load_families(&self, loads: Vec<(&ColumnFamily, Records)>) -> Result<BulkStats> {
+        let loads = loads.into_iter().map(|(cf, r)| (cf.id, r)).collect();
+        bulk::load_families(&self.inner, loads)
     }
 
     /// Freezes the memtables (every family's) and waits until every

@@ -143,7 +143,7 @@ mod write;
 mod golden_tests;
 
 pub use batch::{BatchOp, WriteBatch};
-pub use bulk::BulkStats;
+pub use bulk::{BulkStats, Records};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use db::{ModelInfo, Snapshot, Stats, VerifyReport, DB};
 pub use error::{Error, Result};

@@ -20,6 +20,15 @@ use crate::env::Fs;
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
 
+/// A model that encodes the records held out of its training to less
+/// than this ratio (it saves under a tenth of their bytes, as with random
+/// hashes) does not pay for its decoding: segments built while it is
+/// current store their values plain (`Inner::build_segment`). It stays
+/// current all the same, so a family of such data is not retrained on
+/// every flush; the training rules (drift, outgrown) replace it as they
+/// would any other.
+pub(crate) const PAYING_RATIO: f32 = 1.11;
+
 /// An open model file.
 pub(crate) struct ModelFile {
     pub model: Arc<Model>,
@@ -40,6 +49,12 @@ impl std::fmt::Debug for ModelFile {
 }
 
 impl ModelFile {
+    /// True when values are worth encoding with the model (see
+    /// [`PAYING_RATIO`]).
+    pub(crate) fn pays(&self) -> bool {
+        self.model.ratio() >= PAYING_RATIO
+    }
+
     /// Writes model `bytes` as file `number` in `dir`, durably (the
     /// directory included); on failure no file is left.
     pub(crate) fn create(

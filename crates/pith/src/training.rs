@@ -52,7 +52,7 @@ use crate::core::{Bg, Edit, Inner, Tree};
 use crate::error::{Error, Result};
 use crate::memtable::Memtable;
 use crate::merge::MemSource;
-use crate::model_file::ModelFile;
+use crate::model_file::{ModelFile, PAYING_RATIO};
 use crate::options::Options;
 use crate::segment::writer::GroupSource;
 
@@ -198,8 +198,23 @@ fn train_model(
     zip: &pith_zip::Options,
 ) -> Result<Arc<ModelFile>> {
     let number = inner.new_file_number();
-    let (model, bytes) = pith_zip::Model::train(number, sample.records(), data_bytes, zip)
-        .map_err(|e| Error::Internal(format!("training a shared model: {e}")))?;
+    let train = |zip: &pith_zip::Options| {
+        pith_zip::Model::train(number, sample.records(), data_bytes, zip)
+            .map_err(|e| Error::Internal(format!("training a shared model: {e}")))
+    };
+    let (mut model, mut bytes) = train(zip)?;
+    if model.ratio() < PAYING_RATIO {
+        // Values will be stored plain (see `PAYING_RATIO`): the model is
+        // kept only so the rules above see one, and a dictionary (a
+        // sixteenth of the data, on disk and in memory) would be kept for
+        // nothing. Without one it is a kilobyte or two, and its entropy
+        // coding alone may still pay.
+        let bare = pith_zip::Options {
+            global_dict_bytes: 0,
+            ..zip.clone()
+        };
+        (model, bytes) = train(&bare)?;
+    }
     drop(sample);
     ModelFile::create(&inner.fs, &inner.dir, number, model, &bytes)
 }

@@ -363,6 +363,188 @@ fn bulk_loads_go_to_their_family() {
     );
 }
 
+#[test]
+fn a_load_into_several_families_installs_them_all_at_once() {
+    let fs = MemFs::new();
+    let db = open(&fs);
+    let (a, b) = (
+        db.create_family("a").expect("a"),
+        db.create_family("b").expect("b"),
+    );
+    db.put_cf(&a, "old", "written before").expect("put");
+    let before = db.snapshot();
+    // Out of order, with a repeated key whose last value wins.
+    let mut in_a: Vec<(Vec<u8>, Vec<u8>)> = (0..3000)
+        .rev()
+        .map(|i| kv(&format!("a{i:05}"), &format!("value {i} of a")))
+        .collect();
+    in_a.push(kv("a00007", "the last one"));
+    let in_b: Vec<(Vec<u8>, Vec<u8>)> = (0..2000).map(|i| kv(&format!("b{i:05}"), "b")).collect();
+    let stats = db
+        .bulk_load_families(vec![
+            (&a, in_a),
+            (&b, in_b),
+            (&db.default_family(), Vec::new()),
+        ])
+        .expect("load");
+    assert_eq!((stats.records, stats.keys, stats.segments), (5001, 5000, 2));
+    // Flushed first: the earlier write is in a segment of its own.
+    assert_eq!(db.stats_cf(&a).expect("stats").segments.len(), 2);
+    assert_eq!(db.count_keys_cf(&a).expect("count"), 3001);
+    assert_eq!(db.count_keys_cf(&b).expect("count"), 2000);
+    assert_eq!(db.count_keys_cf(&db.default_family()).expect("count"), 0);
+    // A snapshot from before sees none of it, in either family.
+    assert_eq!(db.get_cf_at(&a, &before, "a00001").expect("get"), None);
+    assert_eq!(db.get_cf_at(&b, &before, "b00001").expect("get"), None);
+    let got = db
+        .multi_get_cf(vec![
+            (&a, &b"a00007"[..]),
+            (&b, b"b01999"),
+            (&a, b"nope"),
+            (&a, b"old"),
+        ])
+        .expect("multi get");
+    let want: Vec<Option<&[u8]>> = vec![
+        Some(b"the last one"),
+        Some(b"b"),
+        None,
+        Some(b"written before"),
+    ];
+    assert_eq!(got.iter().map(|v| v.as_deref()).collect::<Vec<_>>(), want);
+    let at = db
+        .multi_get_cf_at(&before, [(&a, "old"), (&b, "b00000")])
+        .expect("multi get at");
+    assert_eq!(at, vec![Some(b"written before".to_vec()), None]);
+    drop(before);
+    db.close().expect("close");
+    let db = open(&fs);
+    let (a, b) = (db.family("a").expect("a"), db.family("b").expect("b"));
+    assert_eq!(
+        db.get_cf(&a, "a02999").expect("get").as_deref(),
+        Some(&b"value 2999 of a"[..])
+    );
+    assert_eq!(db.count_keys_cf(&b).expect("count"), 2000);
+    assert!(db.verify().is_ok());
+}
+
+#[test]
+fn a_load_naming_a_family_twice_or_a_dropped_one_loads_nothing() {
+    let fs = MemFs::new();
+    let db = open(&fs);
+    let (a, gone) = (
+        db.create_family("a").expect("a"),
+        db.create_family("gone").expect("gone"),
+    );
+    db.drop_family(&gone).expect("drop");
+    let records = || vec![kv("k1", "v1"), kv("k2", "v2")];
+    let twice = db.bulk_load_families(vec![(&a, records()), (&a, records())]);
+    assert!(matches!(twice, Err(Error::InvalidArgument(_))), "{twice:?}");
+    let dropped = db.bulk_load_families(vec![(&a, records()), (&gone, records())]);
+    assert!(
+        matches!(dropped, Err(Error::NoSuchFamily { .. })),
+        "{dropped:?}"
+    );
+    assert_eq!(db.count_keys_cf(&a).expect("count"), 0);
+    let stale = db.multi_get_cf([(&a, "k1"), (&gone, "k1")]);
+    assert!(
+        matches!(stale, Err(Error::NoSuchFamily { .. })),
+        "{stale:?}"
+    );
+    // Nothing was built: only the manifest, the log and the lock remain.
+    let segments = fs
+        .list(Path::new("/db"))
+        .expect("list")
+        .into_iter()
+        .filter(|n| n.ends_with(".seg") || n.ends_with(".model") || n.ends_with(".tmp"))
+        .count();
+    assert_eq!(segments, 0);
+}
+
+/// An I/O error at each call of a load into three families in turn: each
+/// failed load leaves no family loaded and no file behind (what the other
+/// families built is removed), and the database stays writable or
+/// reopens clean.
+#[test]
+fn a_load_that_fails_anywhere_leaves_no_family_loaded_and_no_file() {
+    use pith::env::{FaultFs, Injected};
+    let records = |p: &str| -> Vec<(Vec<u8>, Vec<u8>)> {
+        (0..1500)
+            .map(|i| kv(&format!("{p}{i:05}"), &format!("{p} value {}", package(i))))
+            .collect()
+    };
+    let built = |fs: &MemFs| {
+        fs.list(Path::new("/db"))
+            .expect("list")
+            .into_iter()
+            .filter(|n| n.ends_with(".seg") || n.ends_with(".model") || n.ends_with(".tmp"))
+            .count()
+    };
+    let mut failures = 0;
+    for at in 1.. {
+        let mem = MemFs::new();
+        let fault = FaultFs::over_mem(mem.clone());
+        let options = Options {
+            fs: Arc::new(fault.clone()),
+            ..common::small()
+        };
+        let db = DB::open("/db", options.clone()).expect("open");
+        let names = ["x", "y", "z"];
+        let cfs: Vec<ColumnFamily> = names
+            .iter()
+            .map(|n| db.create_family(n).expect("create"))
+            .collect();
+        fault.fail_call(fault.calls() + at, Injected::Eio);
+        let loads = cfs
+            .iter()
+            .zip(names)
+            .map(|(cf, n)| (cf, records(n)))
+            .collect();
+        let loaded = db.bulk_load_families(loads);
+        fault.clear();
+        if loaded.is_ok() {
+            assert_eq!(db.count_keys_cf(&cfs[2]).expect("count"), 1500);
+            break;
+        }
+        failures += 1;
+        for cf in &cfs {
+            assert_eq!(
+                db.count_keys_cf(cf).expect("count"),
+                0,
+                "failure at call {at}"
+            );
+        }
+        // A failed build removes every file at once; a failed install
+        // stops writes, and the next open removes what it left.
+        if db.put("probe", "still writable").is_ok() {
+            assert_eq!(built(&mem), 0, "files left by a load failed at call {at}");
+        }
+        drop(db);
+        // A load whose manifest record was written but not synced may
+        // be there after the reopen, as any write that failed: whole.
+        let db = DB::open("/db", options).expect("reopen");
+        let counts: Vec<u64> = names
+            .iter()
+            .map(|n| {
+                let cf = db.family(n).expect("family");
+                db.count_keys_cf(&cf).expect("count")
+            })
+            .collect();
+        assert!(
+            counts == [0, 0, 0] || counts == [1500, 1500, 1500],
+            "failure at call {at}: a part of the load after reopen: {counts:?}"
+        );
+        let files = mem.list(Path::new("/db")).expect("list");
+        let stats = db.stats().expect("stats");
+        let wanted = stats.segments.len() + stats.models.len();
+        assert!(
+            built(&mem) <= wanted,
+            "files left after reopen, failure at call {at}: {files:?}"
+        );
+        assert!(db.verify().is_ok());
+    }
+    assert!(failures > 10, "only {failures} calls to fail");
+}
+
 /// What the property test does, on three family names.
 #[derive(Clone, Debug)]
 enum Op {

@@ -35,7 +35,12 @@ fn random_write(rng: &mut StdRng) -> Op {
 
 fn random_op(rng: &mut StdRng) -> Op {
     match rng.gen_range(0..100) {
-        0..=79 => random_write(rng),
+        0..=77 => random_write(rng),
+        78..=79 => Op::BulkLoad {
+            puts: (0..rng.gen_range(1..=12))
+                .map(|_| (rng.gen_range(0..48), rng.gen_range(0..600)))
+                .collect(),
+        },
         80..=84 => Op::Get(rng.gen()),
         85..=87 => Op::Scan,
         88..=93 => Op::Flush,

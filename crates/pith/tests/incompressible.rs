@@ -89,3 +89,48 @@ fn random_records_among_text_are_stored_plain() {
         );
     }
 }
+
+/// A family of random values trains one model, finds that it does not pay
+/// (it saves under a tenth), and stores its values plain from then on:
+/// bulk loads, flushes and merges alike, without training again on every
+/// flush, and the values read back.
+#[test]
+fn a_model_that_does_not_pay_is_kept_but_values_are_stored_plain() {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(9);
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = Options {
+        memtable_bytes: 256 << 10,
+        ..Options::default()
+    };
+    let db = DB::open(dir.path(), options).expect("open");
+    let records: Vec<(Vec<u8>, Vec<u8>)> = (0..8000)
+        .map(|i| (format!("k{i:06}").into_bytes(), random(&mut rng, 48)))
+        .collect();
+    db.bulk_load(records.iter().map(|(k, v)| (k, v)))
+        .expect("bulk");
+    for i in 0..6000 {
+        db.put(format!("p{i:06}"), random(&mut rng, 48))
+            .expect("put");
+    }
+    db.flush().expect("flush");
+    let s = db.stats().expect("stats");
+    assert_eq!(
+        s.models.len(),
+        1,
+        "one model, not one per flush: {:?}",
+        s.models
+    );
+    let model = &s.models[0];
+    assert!(model.current && model.trained_ratio < 1.11, "{model:?}");
+    assert_eq!(model.segments, 0);
+    assert!(s.segments.len() >= 2);
+    for seg in &s.segments {
+        assert_eq!(seg.codec, "plain", "segment {}", seg.number);
+    }
+    db.compact().expect("compact");
+    let s = db.stats().expect("stats");
+    assert!(s.segments.iter().all(|seg| seg.codec == "plain"));
+    for (k, v) in records.iter().step_by(101) {
+        assert_eq!(db.get(k).expect("get").as_deref(), Some(&v[..]));
+    }
+}

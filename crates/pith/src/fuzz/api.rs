@@ -41,6 +41,12 @@ pub enum Op {
         /// Sync the log before acknowledging.
         sync: bool,
     },
+    /// `DB::bulk_load_families` of puts (key index, value size) into
+    /// both families at once: all of them or none.
+    BulkLoad {
+        /// The puts; the last of a repeated key wins.
+        puts: Vec<(u8, u16)>,
+    },
     /// A point read of a key, checked against the model.
     Get(u8),
     /// A full scan, checked against the model.
@@ -332,6 +338,32 @@ impl Driver {
                     Err(e) => self.expect_failure(&e),
                 }
             }
+            Op::BulkLoad { puts } => {
+                let mut next = self.model().clone();
+                let (side, default) = (side(db), db.default_family());
+                let (mut in_default, mut in_side_family) = (Vec::new(), Vec::new());
+                for &(k, len) in puts {
+                    self.counter += 1;
+                    let mut v = format!("b{}:", self.counter).into_bytes();
+                    v.resize(usize::from(len % 700) + v.len(), b'A' + k % 26);
+                    next.insert(k % 48, v.clone());
+                    match in_side(k) {
+                        true => in_side_family.push((key(k), v)),
+                        false => in_default.push((key(k), v)),
+                    }
+                }
+                self.states.push(next);
+                match db.bulk_load_families(vec![(&default, in_default), (&side, in_side_family)]) {
+                    Ok(_) => {
+                        // Durable when it returns, with every write before
+                        // it (the load flushes the memtables first).
+                        self.acked = self.states.len() - 1;
+                        self.durable = self.acked;
+                        true
+                    }
+                    Err(e) => self.expect_failure(&e),
+                }
+            }
             Op::Get(k) => match db.get_cf(
                 &if in_side(*k) {
                     side(db)
@@ -562,7 +594,17 @@ pub fn decode(data: &[u8]) -> Vec<Op> {
     while let Some(b) = next() {
         let arg = next().unwrap_or(0);
         let op = match b % 16 {
-            0..=5 => {
+            5 => {
+                let n = 1 + usize::from(arg % 8);
+                let puts = (0..n)
+                    .map(|i| {
+                        let k = next().unwrap_or(i as u8);
+                        (k, u16::from(arg) * 5 + u16::from(k))
+                    })
+                    .collect();
+                Op::BulkLoad { puts }
+            }
+            0..=4 => {
                 let n = 1 + usize::from(arg % 4);
                 let mut w = Vec::with_capacity(n);
                 for i in 0..n {
