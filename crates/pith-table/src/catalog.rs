@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex};
 use pith::{ColumnFamily, WriteOptions, DB};
 
 use crate::error::{Error, Result};
+use crate::layout::Layout;
 use crate::schema::Schema;
 use crate::table::Table;
 
@@ -145,6 +146,7 @@ impl Tables {
             .clone();
         Ok(Table {
             db: self.db.clone(),
+            layout: Arc::new(Layout::new(&schema)),
             schema: Arc::new(schema),
             groups,
             indexes,
@@ -190,6 +192,7 @@ impl Tables {
         }
         let draft = Table {
             schema: Arc::new(next.clone()),
+            layout: Arc::new(Layout::new(next)),
             groups: next
                 .groups
                 .iter()

@@ -53,6 +53,7 @@
 mod catalog;
 mod error;
 pub mod keycode;
+mod layout;
 mod maintain;
 mod query;
 pub mod rowcode;

@@ -111,19 +111,16 @@ impl Table {
         }
         let rows = pks.len() as u64;
         drop(pks);
-        // Indexes first and the default group (where rows exist) last: a
-        // load interrupted by a crash leaves no row that an index lacks,
-        // the table still reads as empty, and loading the same rows again
-        // rewrites every family whole.
+        // One load of every family, built in parallel and installed in one
+        // edit: a crash leaves all of the rows and their index entries or
+        // none of them.
         let families = self
             .indexes
             .iter()
             .zip(indexes)
-            .chain(self.groups.iter().zip(groups).rev());
-        for (cf, entries) in families {
-            self.db
-                .try_bulk_load_cf(cf, entries.into_iter().map(Ok::<_, pith::Error>))?;
-        }
+            .chain(self.groups.iter().zip(groups))
+            .collect();
+        self.db.bulk_load_families(families)?;
         progress(rows);
         Ok(LoadStats { rows, bulk: true })
     }
@@ -191,7 +188,7 @@ impl Table {
                     true => value,
                     false => {
                         let mut rest = &key[..];
-                        keycode::decode_all(&mut rest, &self.index_types(i))
+                        keycode::decode_all(&mut rest, self.index_types(i))
                             .ok_or_else(|| self.corrupt(&format!("index {}", ix.name), &key))?;
                         rest.to_vec()
                     }
@@ -244,7 +241,7 @@ impl Table {
     /// The primary key encoding `pk` as a label.
     fn label_of(&self, pk: &[u8]) -> String {
         let mut rest = pk;
-        match keycode::decode_all(&mut rest, &self.pk_types()) {
+        match keycode::decode_all(&mut rest, self.pk_types()) {
             Some(values) => self.label(&values),
             None => format!("row {}", escape(pk)),
         }

@@ -80,8 +80,8 @@ pub struct Query {
 struct Walk<'a> {
     family: &'a pith::ColumnFamily,
     /// The index's columns (positions) and their types.
-    columns: Vec<usize>,
-    types: Vec<ColumnType>,
+    columns: &'a [usize],
+    types: &'a [ColumnType],
     /// The entry's value is the primary key (a unique index).
     pk_in_value: bool,
     /// The key is the primary key (the primary "index").
@@ -95,10 +95,20 @@ fn regex_hit(key: &[u8], exact: &regex::Regex) -> bool {
     matches!(keycode::decode(&mut rest, ColumnType::String), Some(Value::Text(t)) if exact.is_match(&t))
 }
 
+/// What `each_entry` calls with an entry's index key and primary key.
+type EntryVisit<'a> = dyn FnMut(&[u8], &[u8]) -> Result<()> + 'a;
+
 /// Where a condition's entries lie in the index family: a key range, or a
 /// regex search, or one point (a unique index's whole value).
 enum Span {
-    Range(Option<Vec<u8>>, Option<Vec<u8>>),
+    /// Keys in `[from, to)`; `pk_at` is set when every key in it starts
+    /// with the same values of all the index's columns, this many bytes
+    /// long: the primary key of a non-unique entry starts there.
+    Range {
+        from: Option<Vec<u8>>,
+        to: Option<Vec<u8>>,
+        pk_at: Option<usize>,
+    },
     Point(Vec<u8>),
     Regex(String, regex::Regex),
     Empty,
@@ -113,29 +123,49 @@ impl Table {
         let snap = self.db.snapshot();
         let walk = self.walk(&q.index)?;
         let span = self.span(&walk, &q.index, &q.condition)?;
-        let entries = self.entries(&snap, &walk, &q.index, span, q.limit, q.reverse)?;
         let s = &self.schema;
         let in_entry = |c: &usize| walk.columns.contains(c) || s.primary_key.contains(c);
+        let mut out = Vec::new();
         if q.columns.iter().all(in_entry) {
-            return entries
-                .into_iter()
-                .map(|(key, pk)| self.entry_values(&walk, &q.index, &q.columns, &key, &pk))
-                .collect();
+            let plan = EntryPlan::new(&walk, &s.primary_key, &q.columns);
+            self.each_entry(
+                &snap,
+                &walk,
+                &q.index,
+                span,
+                q.limit,
+                q.reverse,
+                &mut |key, pk| {
+                    out.push(plan.values(self, &walk, &q.index, key, pk)?);
+                    Ok(())
+                },
+            )?;
+            return Ok(out);
         }
+        let mut pks = Vec::new();
+        self.each_entry(
+            &snap,
+            &walk,
+            &q.index,
+            span,
+            q.limit,
+            q.reverse,
+            &mut |_, pk| {
+                pks.push(pk.to_vec());
+                Ok(())
+            },
+        )?;
         let groups = self.groups_for(&q.columns);
-        let mut out = Vec::with_capacity(entries.len());
-        for (_, pk) in entries {
-            let row =
-                self.read_row(Some(&snap), &pk, &groups)?
-                    .ok_or_else(|| Error::Inconsistent {
-                        table: s.name.clone(),
-                        index: q.index.clone(),
-                        detail: format!(
-                            "an entry names row {}, which does not exist",
-                            crate::table::escape(&pk)
-                        ),
-                    })?;
-            out.push(q.columns.iter().map(|&c| row[c].clone()).collect());
+        for (pk, row) in pks.iter().zip(self.read_rows(&snap, &pks, &groups)?) {
+            let row = row.ok_or_else(|| Error::Inconsistent {
+                table: s.name.clone(),
+                index: q.index.clone(),
+                detail: format!(
+                    "an entry names row {}, which does not exist",
+                    crate::table::escape(pk)
+                ),
+            })?;
+            out.push(crate::table::pick(row, &q.columns));
         }
         Ok(out)
     }
@@ -153,7 +183,7 @@ impl Table {
             Span::Point(key) => {
                 n = u64::from(self.db.get_cf_at(walk.family, &snap, &key)?.is_some())
             }
-            Span::Range(from, to) => {
+            Span::Range { from, to, .. } => {
                 // Two trie ranks when the family is settled, else a walk.
                 n = self.db.count_range_cf_at(
                     walk.family,
@@ -191,7 +221,7 @@ impl Table {
                 )));
             }
             self.check_index_values(walk, index, values)?;
-            Ok(keycode::encode_all(values, &walk.types))
+            Ok(keycode::encode_all(values, walk.types))
         };
         Ok(match condition {
             Condition::Regex(pattern) => {
@@ -213,8 +243,12 @@ impl Table {
             }
             Condition::Eq(values) | Condition::Prefix(values) => {
                 let p = prefix_of(values)?;
-                let end = pith_enc::prefix::successor(&p);
-                Span::Range(Some(p), end)
+                let pk_at = (values.len() == walk.types.len()).then_some(p.len());
+                Span::Range {
+                    to: pith_enc::prefix::successor(&p),
+                    from: Some(p),
+                    pk_at,
+                }
             }
             Condition::Range(lo, hi) => {
                 let from = match lo {
@@ -230,14 +264,20 @@ impl Table {
                     KeyBound::Included(v) => pith_enc::prefix::successor(&prefix_of(v)?),
                     KeyBound::Excluded(v) => Some(prefix_of(v)?),
                 };
-                Span::Range(from, to)
+                Span::Range {
+                    from,
+                    to,
+                    pk_at: None,
+                }
             }
         })
     }
 
-    /// The entries (index key, primary key) in `span`, in index order
-    /// (backward when `reverse`), at most `limit`.
-    fn entries(
+    /// Calls `visit` with each entry (index key, primary key) in `span`,
+    /// in index order (backward when `reverse`), at most `limit`. A range
+    /// is walked with one iterator whose keys are lent, not copied.
+    #[allow(clippy::too_many_arguments)]
+    fn each_entry(
         &self,
         snap: &Snapshot,
         walk: &Walk<'_>,
@@ -245,102 +285,90 @@ impl Table {
         span: Span,
         limit: Option<usize>,
         reverse: bool,
-    ) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        visit: &mut EntryVisit<'_>,
+    ) -> Result<()> {
         let limit = limit.unwrap_or(usize::MAX);
-        let mut out = Vec::new();
         if limit == 0 {
-            return Ok(out);
+            return Ok(());
         }
         match span {
             Span::Empty => {}
             Span::Point(key) => {
                 if let Some(v) = self.db.get_cf_at(walk.family, snap, &key)? {
-                    let pk = self.pk_of(walk, index, &key, v)?;
-                    out.push((key, pk));
+                    visit(&key, self.pk_of(walk, index, &key, &v)?)?;
                 }
             }
-            Span::Range(from, to) => {
-                let scan =
-                    self.db
-                        .range_cf_at(walk.family, snap, from.as_deref(), to.as_deref())?;
-                let mut take = |kv: pith::Result<(Vec<u8>, Vec<u8>)>| -> Result<bool> {
-                    let (k, v) = kv?;
-                    let pk = self.pk_of(walk, index, &k, v)?;
-                    out.push((k, pk));
-                    Ok(out.len() < limit)
-                };
-                if reverse {
-                    for kv in scan.rev() {
-                        if !take(kv)? {
-                            break;
+            Span::Range { from, to, pk_at } => {
+                let mut it = self.db.iter_cf_at(walk.family, snap)?;
+                match (reverse, &from, &to) {
+                    (false, Some(f), _) => it.seek(f),
+                    (false, None, _) => it.seek_to_first(),
+                    (true, _, Some(t)) => {
+                        it.seek_for_prev(t);
+                        if it.key() == Some(t.as_slice()) {
+                            it.prev(); // the end is excluded
                         }
                     }
-                } else {
-                    for kv in scan {
-                        if !take(kv)? {
-                            break;
-                        }
+                    (true, _, None) => it.seek_to_last(),
+                }
+                let mut n = 0;
+                while let Some(key) = it.key() {
+                    let inside = match reverse {
+                        false => to.as_deref().is_none_or(|t| key < t),
+                        true => from.as_deref().is_none_or(|f| key >= f),
+                    };
+                    if !inside {
+                        break;
+                    }
+                    let pk = match (walk.pk_in_value, pk_at) {
+                        (true, _) => match it.value() {
+                            Some(v) => v,
+                            None => break, // an error, in status() below
+                        },
+                        // Past the values every key here starts with.
+                        (false, Some(at)) if !walk.pk_is_key => key.get(at..).unwrap_or_default(),
+                        (false, _) => self.pk_of(walk, index, key, &[])?,
+                    };
+                    visit(key, pk)?;
+                    n += 1;
+                    if n >= limit {
+                        break;
+                    }
+                    match reverse {
+                        false => it.next(),
+                        true => it.prev(),
                     }
                 }
+                it.status()?;
             }
             Span::Regex(whole, exact) => {
+                // Backward: every match is walked (forward), then visited
+                // from the last.
+                let mut hits = Vec::new();
+                let mut n = 0;
                 for kv in self.db.search_from_cf_at(walk.family, snap, &whole, b"")? {
                     let (k, v) = kv?;
                     if !regex_hit(&k, &exact) {
                         continue;
                     }
-                    let pk = self.pk_of(walk, index, &k, v)?;
-                    out.push((k, pk));
-                    if !reverse && out.len() >= limit {
-                        break;
+                    if reverse {
+                        hits.push((k, v));
+                        continue;
+                    }
+                    visit(&k, self.pk_of(walk, index, &k, &v)?)?;
+                    n += 1;
+                    if n >= limit {
+                        return Ok(());
                     }
                 }
                 if reverse {
-                    out.reverse();
-                    out.truncate(limit);
+                    for (k, v) in hits.iter().rev().take(limit) {
+                        visit(k, self.pk_of(walk, index, k, v)?)?;
+                    }
                 }
             }
         }
-        Ok(out)
-    }
-
-    /// The values of `columns` (index or primary key columns) from an
-    /// entry's key and primary key.
-    fn entry_values(
-        &self,
-        walk: &Walk<'_>,
-        index: &str,
-        columns: &[usize],
-        key: &[u8],
-        pk: &[u8],
-    ) -> Result<Vec<Value>> {
-        let s = &self.schema;
-        // Only the index columns asked for are decoded.
-        let mut index_values = Vec::with_capacity(walk.types.len());
-        let mut rest = key;
-        for (&c, &ty) in walk.columns.iter().zip(&walk.types) {
-            let bad = || self.corrupt(&format!("index {index}"), key);
-            if columns.contains(&c) {
-                index_values.push(keycode::decode(&mut rest, ty).ok_or_else(bad)?);
-            } else {
-                keycode::skip(&mut rest, ty).ok_or_else(bad)?;
-                index_values.push(Value::Null);
-            }
-        }
-        let mut rest = pk;
-        let pk_values = keycode::decode_all(&mut rest, &self.pk_types())
-            .ok_or_else(|| self.corrupt("primary key", pk))?;
-        Ok(columns
-            .iter()
-            .map(|c| match walk.columns.iter().position(|x| x == c) {
-                Some(i) => index_values[i].clone(),
-                None => s
-                    .primary_key
-                    .iter()
-                    .position(|x| x == c)
-                    .map_or(Value::Null, |i| pk_values[i].clone()),
-            })
-            .collect())
+        Ok(())
     }
 
     /// The index named `index` (or the primary key) as a walk.
@@ -348,7 +376,7 @@ impl Table {
         if index == PRIMARY {
             return Ok(Walk {
                 family: &self.groups[0],
-                columns: self.schema.primary_key.clone(),
+                columns: &self.schema.primary_key,
                 types: self.pk_types(),
                 pk_in_value: false,
                 pk_is_key: true,
@@ -366,32 +394,38 @@ impl Table {
             })?;
         Ok(Walk {
             family: &self.indexes[i],
-            columns: self.schema.indexes[i].columns.clone(),
+            columns: &self.schema.indexes[i].columns,
             types: self.index_types(i),
             pk_in_value: self.schema.indexes[i].unique,
             pk_is_key: false,
         })
     }
 
-    /// The primary key an entry names.
-    fn pk_of(&self, walk: &Walk<'_>, index: &str, key: &[u8], value: Vec<u8>) -> Result<Vec<u8>> {
+    /// The primary key an entry (its key and value) names.
+    fn pk_of<'k>(
+        &self,
+        walk: &Walk<'_>,
+        index: &str,
+        key: &'k [u8],
+        value: &'k [u8],
+    ) -> Result<&'k [u8]> {
         if walk.pk_is_key {
-            return Ok(key.to_vec());
+            return Ok(key);
         }
         if walk.pk_in_value {
             return Ok(value);
         }
         let mut rest = key;
-        for &ty in &walk.types {
+        for &ty in walk.types {
             keycode::skip(&mut rest, ty)
                 .ok_or_else(|| self.corrupt(&format!("index {index}"), key))?;
         }
-        Ok(rest.to_vec())
+        Ok(rest)
     }
 
     fn check_index_values(&self, walk: &Walk<'_>, index: &str, values: &[Value]) -> Result<()> {
         let s = &self.schema;
-        for (v, &c) in values.iter().zip(&walk.columns) {
+        for (v, &c) in values.iter().zip(walk.columns) {
             v.check(&s.columns[c]).map_err(|detail| Error::Query {
                 table: s.name.clone(),
                 index: index.into(),
@@ -399,5 +433,74 @@ impl Table {
             })?;
         }
         Ok(())
+    }
+}
+
+/// Where a covering query's columns come from in an index entry: for
+/// each of the index's key columns and each primary key column, the
+/// output positions it fills (none: skipped, not decoded).
+struct EntryPlan {
+    from_index: Vec<Vec<usize>>,
+    from_pk: Vec<Vec<usize>>,
+    width: usize,
+}
+
+impl EntryPlan {
+    fn new(walk: &Walk<'_>, primary_key: &[usize], columns: &[usize]) -> EntryPlan {
+        let mut from_index = vec![Vec::new(); walk.columns.len()];
+        let mut from_pk = vec![Vec::new(); primary_key.len()];
+        for (at, c) in columns.iter().enumerate() {
+            // A column of both is taken from the index part.
+            if let Some(i) = walk.columns.iter().position(|x| x == c) {
+                from_index[i].push(at);
+            } else if let Some(i) = primary_key.iter().position(|x| x == c) {
+                from_pk[i].push(at);
+            }
+        }
+        // Nothing past the last column wanted is decoded.
+        for v in [&mut from_index, &mut from_pk] {
+            let wanted = v.iter().rposition(|t| !t.is_empty()).map_or(0, |i| i + 1);
+            v.truncate(wanted);
+        }
+        EntryPlan {
+            from_index,
+            from_pk,
+            width: columns.len(),
+        }
+    }
+
+    /// The columns asked for, from an entry's key and primary key.
+    fn values(
+        &self,
+        t: &Table,
+        walk: &Walk<'_>,
+        index: &str,
+        key: &[u8],
+        pk: &[u8],
+    ) -> Result<Vec<Value>> {
+        let mut out = vec![Value::Null; self.width];
+        let parts = [
+            (&self.from_index, walk.types, key, true),
+            (&self.from_pk, t.pk_types(), pk, false),
+        ];
+        for (targets, types, bytes, in_index) in parts {
+            let mut rest = bytes;
+            for (to, &ty) in targets.iter().zip(types) {
+                let bad = || match in_index {
+                    true => t.corrupt(&format!("index {index}"), bytes),
+                    false => t.corrupt("primary key", bytes),
+                };
+                let Some((&last, others)) = to.split_last() else {
+                    keycode::skip(&mut rest, ty).ok_or_else(bad)?;
+                    continue;
+                };
+                let v = keycode::decode(&mut rest, ty).ok_or_else(bad)?;
+                for &at in others {
+                    out[at] = v.clone();
+                }
+                out[last] = v;
+            }
+        }
+        Ok(out)
     }
 }

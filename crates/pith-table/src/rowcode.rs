@@ -17,6 +17,8 @@
 //! no rewrite. Decoding never panics; bytes that do not decode give
 //! `None`.
 
+use std::borrow::Borrow;
+
 use pith_enc::varint;
 
 use crate::keycode::split;
@@ -25,13 +27,13 @@ use crate::value::Value;
 
 /// Encodes one group's values (`values[i]` of `columns[i]`, in group
 /// order), checked against their columns already.
-pub fn encode(values: &[&Value], columns: &[&Column]) -> Vec<u8> {
+pub fn encode<C: Borrow<Column>>(values: &[&Value], columns: &[C]) -> Vec<u8> {
     let mut out = Vec::with_capacity(16 + 8 * values.len());
     varint::put(&mut out, values.len() as u64);
     let nullable: Vec<bool> = values
         .iter()
         .zip(columns)
-        .filter(|(_, c)| c.nullable)
+        .filter(|(_, c)| Borrow::<Column>::borrow(*c).nullable)
         .map(|(v, _)| matches!(v, Value::Null))
         .collect();
     let mut bitmap = vec![0u8; nullable.len().div_ceil(8)];
@@ -42,7 +44,7 @@ pub fn encode(values: &[&Value], columns: &[&Column]) -> Vec<u8> {
     }
     out.extend_from_slice(&bitmap);
     for (v, c) in values.iter().zip(columns) {
-        put(&mut out, v, c.ty);
+        put(&mut out, v, c.borrow().ty);
     }
     out
 }
@@ -71,32 +73,44 @@ fn put(out: &mut Vec<u8>, v: &Value, ty: ColumnType) {
 
 /// Decodes a group's values for its current `columns`; columns past the
 /// stored count are null.
-pub fn decode(b: &[u8], columns: &[&Column]) -> Option<Vec<Value>> {
+pub fn decode<C: Borrow<Column>>(b: &[u8], columns: &[C]) -> Option<Vec<Value>> {
+    let mut out = vec![Value::Null; columns.len()];
+    decode_each(b, columns, |i, v| out[i] = v)?;
+    Some(out)
+}
+
+/// Decodes a group's values for its current `columns`, handing each
+/// non-null one to `put` with its position in the group (no vector of
+/// them is made); `None` when `b` is not a valid encoding, after which
+/// some values may have been handed out already.
+pub fn decode_each<C: Borrow<Column>>(
+    b: &[u8],
+    columns: &[C],
+    mut put: impl FnMut(usize, Value),
+) -> Option<()> {
     let (count, mut rest) = varint::get(b)?;
     let count = usize::try_from(count)
         .ok()
         .filter(|&n| n <= columns.len())?;
-    let nullable = columns[..count].iter().filter(|c| c.nullable).count();
+    let nullable = columns[..count]
+        .iter()
+        .filter(|c| Borrow::<Column>::borrow(*c).nullable)
+        .count();
     let bitmap = rest.get(..nullable.div_ceil(8))?;
     rest = rest.get(nullable.div_ceil(8)..)?;
-    let mut out = Vec::with_capacity(columns.len());
     let mut bit = 0;
-    for c in &columns[..count] {
+    for (i, c) in columns[..count].iter().enumerate() {
+        let c = c.borrow();
         if c.nullable {
             let null = bitmap[bit / 8] >> (bit % 8) & 1 == 1;
             bit += 1;
             if null {
-                out.push(Value::Null);
                 continue;
             }
         }
-        out.push(take(&mut rest, c.ty)?);
+        put(i, take(&mut rest, c.ty)?);
     }
-    if !rest.is_empty() {
-        return None;
-    }
-    out.resize(columns.len(), Value::Null);
-    Some(out)
+    rest.is_empty().then_some(())
 }
 
 fn take(b: &mut &[u8], ty: ColumnType) -> Option<Value> {

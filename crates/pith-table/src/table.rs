@@ -25,6 +25,7 @@ use pith::{ColumnFamily, Snapshot, WriteBatch, WriteOptions, DB};
 
 use crate::error::{Error, Result};
 use crate::keycode;
+use crate::layout::Layout;
 use crate::rowcode;
 use crate::schema::{Column, ColumnType, Schema};
 use crate::value::Value;
@@ -34,6 +35,8 @@ use crate::value::Value;
 pub struct Table {
     pub(crate) db: Arc<DB>,
     pub(crate) schema: Arc<Schema>,
+    /// Lookups precomputed from `schema` (made with it, replaced with it).
+    pub(crate) layout: Arc<Layout>,
     /// One family per column group, in schema order (`default` first).
     pub(crate) groups: Vec<ColumnFamily>,
     /// One family per index, in schema order.
@@ -138,17 +141,17 @@ impl Table {
     /// [`Error::Duplicate`] when its primary key or a unique index value is
     /// taken; nothing is written then.
     pub fn insert(&self, row: &[Value]) -> Result<()> {
-        let label = self.check_row(row)?;
+        self.check_row(row)?;
         let _w = self.lock();
         let pk = self.pk_key(row);
         if self.db.contains_cf(&self.groups[0], &pk)? {
-            return Err(self.duplicate(&label, "primary key"));
+            return Err(self.duplicate(row, "primary key"));
         }
         let mut batch = WriteBatch::new();
         for i in 0..self.indexes.len() {
             let (key, value) = self.index_entry(i, row, &pk);
             if self.schema.indexes[i].unique && self.db.contains_cf(&self.indexes[i], &key)? {
-                return Err(self.duplicate(&label, &self.schema.indexes[i].name));
+                return Err(self.duplicate(row, &self.schema.indexes[i].name));
             }
             batch.put_cf(&self.indexes[i], key, value);
         }
@@ -163,11 +166,11 @@ impl Table {
     /// entries follow). Fails only when a unique index value is taken by
     /// another row.
     pub fn upsert(&self, row: &[Value]) -> Result<()> {
-        let label = self.check_row(row)?;
+        self.check_row(row)?;
         let _w = self.lock();
         let pk = self.pk_key(row);
         let old = self.read_row(None, &pk, &self.index_groups())?;
-        self.replace(&label, &pk, old.as_deref(), row, None)
+        self.replace(&pk, old.as_deref(), row, None)
     }
 
     /// Sets the columns in `changes` (position, value) of the row with
@@ -214,7 +217,7 @@ impl Table {
                     .any(|(c, _)| self.schema.groups[g].columns.contains(c))
             })
             .collect();
-        self.replace(&label, &pk, Some(&old), &row, Some(&touched))
+        self.replace(&pk, Some(&old), &row, Some(&touched))
     }
 
     /// Deletes the row with primary key `key` and its index entries; false
@@ -254,7 +257,7 @@ impl Table {
         self.check_columns(columns)?;
         let groups = self.groups_for(columns);
         let row = self.read_row(Some(snapshot), &pk, &groups)?;
-        Ok(row.map(|r| columns.iter().map(|&c| r[c].clone()).collect()))
+        Ok(row.map(|r| pick(r, columns)))
     }
 
     /// Writes `row` over `old` (the same primary key's row, at least its
@@ -263,7 +266,6 @@ impl Table {
     /// rewritten. Caller holds the write lock.
     fn replace(
         &self,
-        label: &str,
         pk: &[u8],
         old: Option<&[Value]>,
         row: &[Value],
@@ -277,7 +279,7 @@ impl Table {
                 continue;
             }
             if self.schema.indexes[i].unique && self.db.contains_cf(&self.indexes[i], &key)? {
-                return Err(self.duplicate(label, &self.schema.indexes[i].name));
+                return Err(self.duplicate(row, &self.schema.indexes[i].name));
             }
             if let Some(k) = old_key {
                 batch.delete_cf(&self.indexes[i], k);
@@ -296,9 +298,9 @@ impl Table {
         self.write.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Checks a whole row against the schema; returns its label (its
-    /// primary key) for messages.
-    pub(crate) fn check_row(&self, row: &[Value]) -> Result<String> {
+    /// Checks a whole row against the schema; errors name the row by its
+    /// primary key.
+    pub(crate) fn check_row(&self, row: &[Value]) -> Result<()> {
         let s = &self.schema;
         if row.len() != s.columns.len() {
             return Err(Error::Value {
@@ -312,17 +314,26 @@ impl Table {
                 ),
             });
         }
-        let pk: Vec<Value> = s.primary_key.iter().map(|&c| row[c].clone()).collect();
-        let label = self.label(&pk);
         for (v, c) in row.iter().zip(&s.columns) {
             v.check(c).map_err(|detail| Error::Value {
                 table: s.name.clone(),
-                row: label.clone(),
+                row: self.row_label(row),
                 column: c.name.clone(),
                 detail,
             })?;
         }
-        Ok(label)
+        Ok(())
+    }
+
+    /// [`Table::label`] of a whole row (every column, in schema order).
+    pub(crate) fn row_label(&self, row: &[Value]) -> String {
+        let pk: Vec<Value> = self
+            .schema
+            .primary_key
+            .iter()
+            .map(|&c| row.get(c).cloned().unwrap_or(Value::Null))
+            .collect();
+        self.label(&pk)
     }
 
     /// Checks primary key values and returns their encoding.
@@ -349,7 +360,7 @@ impl Table {
                 detail,
             })?;
         }
-        Ok(keycode::encode_all(key, &self.pk_types()))
+        Ok(keycode::encode_all(key, self.pk_types()))
     }
 
     pub(crate) fn check_columns(&self, columns: &[usize]) -> Result<()> {
@@ -374,26 +385,20 @@ impl Table {
         format!("row ({})", parts.join(", "))
     }
 
-    fn duplicate(&self, label: &str, index: &str) -> Error {
+    fn duplicate(&self, row: &[Value], index: &str) -> Error {
         Error::Duplicate {
             table: self.schema.name.clone(),
-            row: label.into(),
+            row: self.row_label(row),
             index: index.into(),
         }
     }
 
-    pub(crate) fn pk_types(&self) -> Vec<ColumnType> {
-        let s = &self.schema;
-        s.primary_key.iter().map(|&c| s.columns[c].ty).collect()
+    pub(crate) fn pk_types(&self) -> &[ColumnType] {
+        &self.layout.pk_types
     }
 
-    pub(crate) fn index_types(&self, i: usize) -> Vec<ColumnType> {
-        let s = &self.schema;
-        s.indexes[i]
-            .columns
-            .iter()
-            .map(|&c| s.columns[c].ty)
-            .collect()
+    pub(crate) fn index_types(&self, i: usize) -> &[ColumnType] {
+        &self.layout.index_types[i]
     }
 
     /// The primary key's encoding, from a whole row.
@@ -436,7 +441,7 @@ impl Table {
     pub(crate) fn groups_for(&self, columns: &[usize]) -> Vec<usize> {
         let mut groups: Vec<usize> = columns
             .iter()
-            .filter_map(|&c| self.schema.group_of(c))
+            .filter_map(|&c| self.layout.group_of.get(c).copied().flatten())
             .collect();
         groups.sort_unstable();
         groups.dedup();
@@ -463,41 +468,74 @@ impl Table {
         pk: &[u8],
         groups: &[usize],
     ) -> Result<Option<Vec<Value>>> {
-        let s = &self.schema;
-        let get = |g: usize| -> Result<Option<Vec<u8>>> {
-            Ok(match snapshot {
-                Some(snap) => self.db.get_cf_at(&self.groups[g], snap, pk)?,
-                None => self.db.get_cf(&self.groups[g], pk)?,
-            })
-        };
-        let mut row = vec![Value::Null; s.columns.len()];
-        if !groups.contains(&0) {
-            // The default group is where a row exists.
-            let exists = match snapshot {
-                Some(snap) => self.db.get_cf_at(&self.groups[0], snap, pk)?.is_some(),
-                None => self.db.contains_cf(&self.groups[0], pk)?,
-            };
-            if !exists {
-                return Ok(None);
-            }
+        if !groups.contains(&0) && !self.row_exists(snapshot, pk)? {
+            return Ok(None);
         }
-        for &g in groups {
-            let Some(bytes) = get(g)? else {
+        // Every group at one point, the state looked up once.
+        let reads = groups.iter().map(|&g| (&self.groups[g], pk));
+        let found = match snapshot {
+            Some(snap) => self.db.multi_get_cf_at(snap, reads)?,
+            None => self.db.multi_get_cf(reads)?,
+        };
+        self.row_of(pk, groups, found)
+    }
+
+    /// [`Table::read_row`] of each of `pks`, as of `snapshot`, every read
+    /// made in one call of the engine.
+    pub(crate) fn read_rows(
+        &self,
+        snapshot: &Snapshot,
+        pks: &[Vec<u8>],
+        groups: &[usize],
+    ) -> Result<Vec<Option<Vec<Value>>>> {
+        let reads = pks
+            .iter()
+            .flat_map(|pk| groups.iter().map(move |&g| (&self.groups[g], pk)));
+        let mut found = self.db.multi_get_cf_at(snapshot, reads)?.into_iter();
+        pks.iter()
+            .map(|pk| {
+                let fetched: Vec<Option<Vec<u8>>> = found.by_ref().take(groups.len()).collect();
+                if !groups.contains(&0) && !self.row_exists(Some(snapshot), pk)? {
+                    return Ok(None);
+                }
+                self.row_of(pk, groups, fetched)
+            })
+            .collect()
+    }
+
+    /// True when the default group (where a row exists) has `pk`.
+    fn row_exists(&self, snapshot: Option<&Snapshot>, pk: &[u8]) -> Result<bool> {
+        Ok(match snapshot {
+            Some(snap) => self.db.get_cf_at(&self.groups[0], snap, pk)?.is_some(),
+            None => self.db.contains_cf(&self.groups[0], pk)?,
+        })
+    }
+
+    /// The row with primary key `pk` from the values `found` in `groups`
+    /// (in that order); `None` when the default group's is missing.
+    fn row_of(
+        &self,
+        pk: &[u8],
+        groups: &[usize],
+        found: Vec<Option<Vec<u8>>>,
+    ) -> Result<Option<Vec<Value>>> {
+        let s = &self.schema;
+        let mut row = vec![Value::Null; s.columns.len()];
+        for (&g, bytes) in groups.iter().zip(found) {
+            let Some(bytes) = bytes else {
                 if g == 0 {
                     return Ok(None);
                 }
                 continue; // a group added after the row was written
             };
             let cols = &s.groups[g].columns;
-            let columns: Vec<&Column> = cols.iter().map(|&c| &s.columns[c]).collect();
-            let values = rowcode::decode(&bytes, &columns)
-                .ok_or_else(|| self.corrupt(&format!("group {}", s.groups[g].name), pk))?;
-            for (&c, v) in cols.iter().zip(values) {
-                row[c] = v;
-            }
+            rowcode::decode_each(&bytes, &self.layout.group_columns[g], |i, v| {
+                row[cols[i]] = v;
+            })
+            .ok_or_else(|| self.corrupt(&format!("group {}", s.groups[g].name), pk))?;
         }
         let mut rest = pk;
-        let key = keycode::decode_all(&mut rest, &self.pk_types())
+        let key = keycode::decode_all(&mut rest, self.pk_types())
             .filter(|_| rest.is_empty())
             .ok_or_else(|| self.corrupt("primary key", pk))?;
         for (&c, v) in s.primary_key.iter().zip(key) {
@@ -513,6 +551,19 @@ impl Table {
             detail: format!("entry {}", escape(key)),
         }
     }
+}
+
+/// The values at `columns` of `row`, moved out of it (cloned where a
+/// column is asked for again later).
+pub(crate) fn pick(mut row: Vec<Value>, columns: &[usize]) -> Vec<Value> {
+    columns
+        .iter()
+        .enumerate()
+        .map(|(i, &c)| match columns[i + 1..].contains(&c) {
+            true => row[c].clone(),
+            false => std::mem::replace(&mut row[c], Value::Null),
+        })
+        .collect()
 }
 
 /// Bytes as printable text, non-printing bytes as `\xNN`.

@@ -232,10 +232,61 @@ fn check(t: &Table, model: &Model) {
         KeyBound::Included(vec![Value::Float(2.25)]),
     );
     assert_eq!(
-        keys_of(t, &query(t, "by_score", cond, false, None)),
+        keys_of(t, &query(t, "by_score", cond.clone(), false, None)),
         range_want,
         "range"
     );
+    // Backward from a bounded end, with a limit.
+    let mut back = keys_of(t, &query(t, "by_score", cond, true, Some(4)));
+    back.reverse();
+    assert_eq!(
+        back,
+        range_want[range_want.len().saturating_sub(4)..],
+        "range backward"
+    );
+    let mut back = keys_of(
+        t,
+        &query(t, "by_name", Condition::Regex("a.".into()), true, Some(2)),
+    );
+    back.reverse();
+    assert_eq!(
+        back,
+        regex_want[regex_want.len().saturating_sub(2)..],
+        "regex backward"
+    );
+    // Exact on every column of a non-unique index (the entries' keys
+    // share their index part), forward, backward, read from the entries
+    // alone and asking for a column twice.
+    for r in model.values().take(3) {
+        for (index, cols) in [("by_name", vec![2, 1]), ("by_score", vec![3])] {
+            let values: Vec<Value> = cols.iter().map(|&c| r[c].clone()).collect();
+            let want: Vec<Vec<u8>> = index_order(t, model, &cols)
+                .into_iter()
+                .filter(|k| cols.iter().all(|&c| model[k][c] == r[c]))
+                .collect();
+            let eq = Condition::Eq(values);
+            let got = keys_of(t, &query(t, index, eq.clone(), false, None));
+            assert_eq!(got, want, "exact on {index}");
+            let mut back = keys_of(t, &query(t, index, eq.clone(), true, None));
+            back.reverse();
+            assert_eq!(back, want, "exact on {index}, backward");
+            let twice = vec![1, cols[0], 0, 1];
+            let entries = t
+                .query(&Query {
+                    index: index.into(),
+                    condition: eq,
+                    columns: twice.clone(),
+                    limit: None,
+                    reverse: false,
+                })
+                .expect("covered exact query");
+            let expect: Vec<Row> = want
+                .iter()
+                .map(|k| twice.iter().map(|&c| model[k][c].clone()).collect())
+                .collect();
+            assert_eq!(entries, expect, "exact on {index}, covered");
+        }
+    }
     for tag in 0..3u8 {
         let v = Value::Bytes(vec![b't', tag]);
         let want: Vec<Vec<u8>> = model
@@ -250,6 +301,8 @@ fn check(t: &Table, model: &Model) {
         let cols = t.columns(&["note", "id"]).expect("columns");
         let got = t.get(&r[..2], &cols).expect("get");
         assert_eq!(got, Some(vec![r[5].clone(), r[0].clone()]));
+        let got = t.get(&r[..2], &[5, 0, 5]).expect("get");
+        assert_eq!(got, Some(vec![r[5].clone(), r[0].clone(), r[5].clone()]));
     }
 }
 
