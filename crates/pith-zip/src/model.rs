@@ -99,8 +99,10 @@ impl Model {
     /// material (at most [`Options::global_dict_bytes`], and at most
     /// `data_bytes / global_dict_divisor`: a dictionary larger than a
     /// sixteenth of the data it serves costs more than it saves),
-    /// odd-numbered ones train the codes and measure the ratio. Returns the
-    /// model and its file bytes.
+    /// odd-numbered ones train the codes and measure the ratio. Data that
+    /// zstd cannot compress at all (see [`PROBE_RATIO`]) gets no
+    /// dictionary: it would find nothing, and building and keeping it
+    /// costs. Returns the model and its file bytes.
     pub fn train<R: AsRef<[u8]>>(
         id: u64,
         sample: &[R],
@@ -115,16 +117,25 @@ impl Model {
             let share = data_bytes / options.global_dict_divisor as u64;
             cap = cap.min(usize::try_from(share).unwrap_or(usize::MAX));
         }
+        // Incompressible data: no dictionary, and codes (of literals,
+        // nearly all) learnt and measured on a probe's worth.
+        let (training, trial) = match compressible(&records) {
+            true => (TRAINING_BYTES, TRIAL_BYTES),
+            false => {
+                cap = 0;
+                (PROBE_BYTES, PROBE_BYTES)
+            }
+        };
         let dict = strided(&material, cap).concat();
         let trained_from = records.iter().map(|r| r.len() as u64).sum();
         let mut encoder = global::Encoder::train(
             &dict,
-            &strided(&held, TRAINING_BYTES),
+            &strided(&held, training),
             options.global_depth,
             options.threads,
             options.effort,
         );
-        let ratio = ratio_of(&mut encoder, &strided(&held, TRIAL_BYTES)).unwrap_or(1.0);
+        let ratio = ratio_of(&mut encoder, &strided(&held, trial)).unwrap_or(1.0);
         let body = encoder.model_bytes(global::MODEL_DICT_LEVEL)?;
         let index = Arc::downgrade(encoder.index());
         let decoder =
@@ -335,6 +346,25 @@ impl Model {
 /// Raw over encoded bytes of `records` with `encoder`, a record the
 /// encoding does not shrink counted at its size (it is stored plain);
 /// `None` when there are no bytes to encode.
+/// Raw over zstd (level 1) bytes of a probe of the sample (about
+/// [`PROBE_BYTES`] of its records, evenly strided, one after another)
+/// under which the data is taken to be incompressible (random bytes,
+/// hashes, compressed media): what repeats within and across records, a
+/// dictionary included, zstd finds in the probe too.
+pub const PROBE_RATIO: f64 = 1.05;
+/// Bytes of the compressibility probe.
+const PROBE_BYTES: usize = 256 << 10;
+
+/// False when the records look incompressible (see [`PROBE_RATIO`]).
+fn compressible(records: &[&[u8]]) -> bool {
+    let probe = strided(records, PROBE_BYTES).concat();
+    match zstd::bulk::compress(&probe, 1) {
+        Ok(c) => probe.len() as f64 >= PROBE_RATIO * c.len() as f64,
+        // Undecided: train as usual.
+        Err(_) => true,
+    }
+}
+
 fn ratio_of(encoder: &mut global::Encoder, records: &[&[u8]]) -> Option<f32> {
     let (mut raw, mut encoded, mut out) = (0usize, 0usize, Vec::new());
     for r in records {

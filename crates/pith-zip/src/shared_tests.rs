@@ -281,3 +281,31 @@ fn both_efforts_encode_with_one_model_and_share_its_index() {
         "{sizes:?} of {raw}"
     );
 }
+
+/// Records zstd cannot compress (random bytes) get a model without a
+/// dictionary, trained on a probe's worth, whose ratio says it saves
+/// nothing; compressible ones get a dictionary. Both round-trip.
+#[test]
+fn incompressible_samples_get_no_dictionary() {
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut noise = || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let random: Vec<Vec<u8>> = (0..40_000)
+        .map(|_| (0..6).flat_map(|_| noise().to_le_bytes()).collect())
+        .collect();
+    let (m, _) = model(1, &random);
+    assert_eq!(m.dict_bytes(), 0);
+    assert!(m.ratio() < 1.05, "ratio {}", m.ratio());
+    let bytes = build(&m, &random[..500]);
+    let words = aligned(&bytes);
+    let store = Store::open_with_model(view(&words, bytes.len()), Some(m.clone())).expect("open");
+    check(&store, &random[..500]);
+    let text = packages(20_000, 3);
+    let (m, _) = model(2, &text);
+    assert!(m.dict_bytes() > 0);
+    assert!(m.ratio() > 2.0, "ratio {}", m.ratio());
+}
