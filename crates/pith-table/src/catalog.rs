@@ -8,19 +8,23 @@
 //! (synced): a crash in between leaves families no entry names, which the
 //! next create of that table drops first. Dropping a table removes its
 //! entry first, then its families. A schema change is checked
-//! (`Schema::check_change`): new index families are built from the rows
-//! under the table's write lock before the new schema is written; dropped
-//! index families go after.
+//! (`Schema::check_change`): the new schema is written with the names of
+//! the indexes it adds (synced, in one batch), which a background build
+//! then fills from the rows while the table stays open (see `build`);
+//! dropped index families go after the schema is written.
 //!
 //! Open every table of a database through one [`Tables`]: it holds the
 //! per-table write locks that keep unique constraints under concurrent
-//! writers.
+//! writers, and runs the index builds (stopping them when dropped; the
+//! next `Tables::open` starts the unfinished ones again).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
 
 use pith::{ColumnFamily, WriteOptions, DB};
 
+use crate::build::{self, Build, BuildState, BuildStatus, Walked};
 use crate::error::{Error, Result};
 use crate::layout::Layout;
 use crate::schema::Schema;
@@ -47,6 +51,17 @@ pub struct Tables {
     locks: Mutex<HashMap<String, Arc<Mutex<()>>>>,
     /// Serializes catalog changes (create, drop, alter).
     changes: Mutex<()>,
+    /// Serializes the catalog writes of builds that end.
+    ends: Arc<Mutex<()>>,
+    /// Each table's latest index build, and its thread while it runs.
+    builds: Mutex<HashMap<String, Running>>,
+}
+
+/// A table's build and its thread (taken when it is joined).
+type Running = (Arc<Build>, Option<JoinHandle<()>>);
+
+fn locked<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Tables {
@@ -61,12 +76,24 @@ impl Tables {
             }
             None => db.create_family(CATALOG)?,
         };
-        Ok(Tables {
+        let tables = Tables {
             db,
             catalog,
             locks: Mutex::new(HashMap::new()),
             changes: Mutex::new(()),
-        })
+            ends: Arc::new(Mutex::new(())),
+            builds: Mutex::new(HashMap::new()),
+        };
+        if !tables.db.is_read_only() {
+            // Builds a close or a crash interrupted start again.
+            for table in tables.list()? {
+                let building = tables.building(&table)?;
+                if !building.is_empty() {
+                    tables.start_build(&table, building)?;
+                }
+            }
+        }
+        Ok(tables)
     }
 
     /// The database.
@@ -80,7 +107,103 @@ impl Tables {
             .range_cf(&self.catalog, None, None)?
             .keys()
             .map(|k| Ok(String::from_utf8_lossy(&k?).into_owned()))
+            .filter(|k| k.as_ref().map_or(true, |k: &String| !k.contains('/')))
             .collect()
+    }
+
+    /// The indexes of table `name` being built, per the catalog.
+    fn building(&self, name: &str) -> Result<Vec<String>> {
+        let Some(json) = self.db.get_cf(&self.catalog, build::building_key(name))? else {
+            return Ok(Vec::new());
+        };
+        serde_json::from_slice(&json).map_err(|e| Error::Corrupt {
+            table: name.into(),
+            what: "catalog entry of indexes being built".into(),
+            detail: e.to_string(),
+        })
+    }
+
+    /// Every index build since open: running, done or stopped.
+    pub fn builds(&self) -> Vec<BuildStatus> {
+        let mut out: Vec<BuildStatus> = locked(&self.builds)
+            .values()
+            .map(|(b, _)| b.status())
+            .collect();
+        out.sort_by(|a, b| a.table.cmp(&b.table));
+        out
+    }
+
+    /// Waits until table `name`'s index build (if any) ends; the error of
+    /// an index that could not be built, or of the build itself.
+    pub fn wait_for_builds(&self, name: &str) -> Result<()> {
+        let build = locked(&self.builds).get(name).map(|(b, _)| b.clone());
+        build.map_or(Ok(()), |b| b.wait())
+    }
+
+    /// Stops table `name`'s build, if one runs, and waits for its thread.
+    fn stop_build(&self, name: &str) {
+        let running = locked(&self.builds).get_mut(name).and_then(|(b, h)| {
+            b.stop();
+            h.take()
+        });
+        if let Some(h) = running {
+            // A panic is recorded in the build by its thread.
+            let _ = h.join();
+        }
+    }
+
+    /// Starts building indexes `indexes` of table `name` (whose schema
+    /// has them) in the background.
+    fn start_build(&self, name: &str, indexes: Vec<String>) -> Result<()> {
+        let t = self.open_table(name)?;
+        let positions: Vec<usize> = indexes
+            .iter()
+            .filter_map(|i| t.schema.indexes.iter().position(|x| &x.name == i))
+            .collect();
+        let b = Arc::new(Build::new(name, indexes));
+        let (db, catalog, ends, build) = (
+            self.db.clone(),
+            self.catalog.clone(),
+            self.ends.clone(),
+            b.clone(),
+        );
+        let spawned = std::thread::Builder::new()
+            .name(format!("pith-index-build-{name}"))
+            .spawn(move || {
+                let walked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    build::walk(&build, &t, &positions)
+                }))
+                .unwrap_or_else(|_| {
+                    Err(Error::Engine(pith::Error::Internal(format!(
+                        "the index build of table {} panicked",
+                        t.schema.name
+                    ))))
+                });
+                match walked {
+                    Ok(Walked::Stopped) => build.finish(BuildState::Stopped, Vec::new(), None),
+                    Ok(Walked::Done(failed)) => {
+                        let _e = locked(&ends);
+                        match end_build(&db, &catalog, &t, &failed) {
+                            Ok(()) => {
+                                let failed = failed
+                                    .into_iter()
+                                    .map(|(i, e)| (t.schema.indexes[i].name.clone(), e))
+                                    .collect();
+                                build.finish(BuildState::Done, failed, None)
+                            }
+                            Err(e) => build.finish(BuildState::Stopped, Vec::new(), Some(e)),
+                        }
+                    }
+                    Err(e) => build.finish(BuildState::Stopped, Vec::new(), Some(e)),
+                }
+            })
+            .map_err(|e| {
+                Error::Engine(pith::Error::Internal(format!(
+                    "starting the index build of table {name}: {e}"
+                )))
+            })?;
+        locked(&self.builds).insert(name.into(), (b, Some(spawned)));
+        Ok(())
     }
 
     /// The schema of table `name`.
@@ -152,6 +275,7 @@ impl Tables {
             indexes,
             write,
             write_options: WriteOptions::default(),
+            build: locked(&self.builds).get(name).map(|(b, _)| b.clone()),
         })
     }
 
@@ -159,8 +283,12 @@ impl Tables {
     pub fn drop_table(&self, name: &str) -> Result<()> {
         let _c = self.changes.lock().unwrap_or_else(|p| p.into_inner());
         let schema = self.schema(name)?;
-        self.db.delete_cf(&self.catalog, name)?;
-        self.db.sync_wal()?;
+        self.stop_build(name);
+        let mut b = pith::WriteBatch::new();
+        b.delete_cf(&self.catalog, name);
+        b.delete_cf(&self.catalog, build::building_key(name));
+        self.db.write(WriteOptions::synced(), b)?;
+        locked(&self.builds).remove(name);
         for f in families_of(&schema) {
             if let Some(cf) = self.db.family(&f) {
                 self.db.drop_family(&cf)?;
@@ -171,14 +299,20 @@ impl Tables {
 
     /// Changes table `next.name`'s schema to `next`, if it needs no
     /// rewrite (see `Schema::check_change`): new nullable columns, new
-    /// column groups for them, new indexes (built now from the rows,
-    /// writes to the table waiting meanwhile), dropped indexes.
+    /// column groups for them, new indexes, dropped indexes. New indexes
+    /// are built in the background (see [`Tables::wait_for_builds`]);
+    /// until then queries on them fail with [`Error::IndexBuilding`]. A
+    /// `Table` opened before the change still has the old schema: open
+    /// the table again (writes through an old handle to a dropped index
+    /// fail).
     pub fn alter(&self, next: &Schema) -> Result<Table> {
         let _c = self.changes.lock().unwrap_or_else(|p| p.into_inner());
+        // A build still running is stopped; what it did not finish is
+        // built again below.
+        self.stop_build(&next.name);
         let old = self.open_table(&next.name)?;
         old.schema.check_change(next)?;
         let _w = old.lock();
-        let mut created = Vec::new();
         let before = families_of(&old.schema);
         for f in families_of(next)
             .into_iter()
@@ -188,37 +322,23 @@ impl Tables {
                 // Left by an alter that crashed half way.
                 self.db.drop_family(&orphan)?;
             }
-            created.push(self.db.create_family(&f)?);
+            self.db.create_family(&f)?;
         }
-        let draft = Table {
-            schema: Arc::new(next.clone()),
-            layout: Arc::new(Layout::new(next)),
-            groups: next
-                .groups
-                .iter()
-                .map(|g| self.family_or_missing(&next.name, &group_family(&next.name, &g.name)))
-                .collect::<Result<_>>()?,
-            indexes: next
-                .indexes
-                .iter()
-                .map(|i| self.family_or_missing(&next.name, &index_family(&next.name, &i.name)))
-                .collect::<Result<_>>()?,
-            ..old.clone()
-        };
-        let new_indexes: Vec<usize> = next
+        let unfinished = self.building(&next.name)?;
+        let building: Vec<String> = next
             .indexes
             .iter()
-            .enumerate()
-            .filter(|(_, i)| old.schema.index(&i.name).is_none())
-            .map(|(n, _)| n)
+            .filter(|i| old.schema.index(&i.name).is_none() || unfinished.contains(&i.name))
+            .map(|i| i.name.clone())
             .collect();
-        if let Err(e) = crate::maintain::build_indexes(&draft, &new_indexes) {
-            for cf in &created {
-                let _ = self.db.drop_family(cf);
-            }
-            return Err(e);
-        }
-        self.put_schema(next)?;
+        let mut b = pith::WriteBatch::new();
+        b.put_cf(&self.catalog, &next.name, next.to_json().to_string());
+        let key = build::building_key(&next.name);
+        match building.is_empty() {
+            true => b.delete_cf(&self.catalog, key),
+            false => b.put_cf(&self.catalog, key, serde_json::json!(building).to_string()),
+        };
+        self.db.write(WriteOptions::synced(), b)?;
         for i in &old.schema.indexes {
             if next.index(&i.name).is_none() {
                 if let Some(cf) = self.db.family(&index_family(&next.name, &i.name)) {
@@ -227,15 +347,12 @@ impl Tables {
             }
         }
         drop(_w);
+        if building.is_empty() {
+            locked(&self.builds).remove(&next.name);
+        } else {
+            self.start_build(&next.name, building)?;
+        }
         self.open_table(&next.name)
-    }
-
-    fn family_or_missing(&self, table: &str, name: &str) -> Result<ColumnFamily> {
-        self.db.family(name).ok_or_else(|| Error::Corrupt {
-            table: table.into(),
-            what: format!("column family {name}"),
-            detail: "missing".into(),
-        })
     }
 
     fn put_schema(&self, schema: &Schema) -> Result<()> {
@@ -259,4 +376,39 @@ fn families_of(schema: &Schema) -> Vec<String> {
                 .map(|i| index_family(&schema.name, &i.name)),
         )
         .collect()
+}
+
+impl Drop for Tables {
+    /// Stops every build (the next open starts them again).
+    fn drop(&mut self) {
+        let names: Vec<String> = locked(&self.builds).keys().cloned().collect();
+        for name in names {
+            self.stop_build(&name);
+        }
+    }
+}
+
+/// Ends a build of `t` that walked every row: in one synced batch, the
+/// indexes that `failed` (positions, with why) leave the schema and the
+/// list of indexes being built goes; then the failed indexes' families
+/// are dropped.
+fn end_build(db: &DB, catalog: &ColumnFamily, t: &Table, failed: &[(usize, Error)]) -> Result<()> {
+    let mut schema = (*t.schema).clone();
+    let gone: Vec<String> = failed
+        .iter()
+        .map(|(i, _)| schema.indexes[*i].name.clone())
+        .collect();
+    schema.indexes.retain(|i| !gone.contains(&i.name));
+    let mut b = pith::WriteBatch::new();
+    if !gone.is_empty() {
+        b.put_cf(catalog, &schema.name, schema.to_json().to_string());
+    }
+    b.delete_cf(catalog, build::building_key(&schema.name));
+    db.write(WriteOptions::synced(), b)?;
+    for name in gone {
+        if let Some(cf) = db.family(&index_family(&schema.name, &name)) {
+            db.drop_family(&cf)?;
+        }
+    }
+    Ok(())
 }

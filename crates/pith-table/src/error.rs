@@ -110,6 +110,38 @@ pub enum Error {
         /// What is wrong.
         detail: String,
     },
+    /// A query or count on an index whose background build has not
+    /// ended (`Tables::wait_for_builds` waits for it).
+    #[error("table {table}, index {index}: not built yet ({rows} rows so far); wait for it with Tables::wait_for_builds")]
+    IndexBuilding {
+        /// The table.
+        table: String,
+        /// The index.
+        index: String,
+        /// Rows its build has walked.
+        rows: u64,
+    },
+    /// An index added by a schema change that could not be built (a
+    /// unique index whose rows hold a value twice); it was removed from
+    /// the schema.
+    #[error("table {table}, index {index}: could not be built and was removed: {detail}")]
+    IndexBuildFailed {
+        /// The table.
+        table: String,
+        /// The index.
+        index: String,
+        /// Why.
+        detail: String,
+    },
+    /// An index build stopped by an error (it starts again at the next
+    /// `Tables::open`).
+    #[error("table {table}: an index build stopped: {detail}")]
+    IndexBuildStopped {
+        /// The table.
+        table: String,
+        /// The error.
+        detail: String,
+    },
     /// `verify` found an index entry without its row, or a row missing
     /// from an index.
     #[error("table {table}, index {index}: {detail}")]

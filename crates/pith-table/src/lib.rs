@@ -50,6 +50,7 @@
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
 
+mod build;
 mod catalog;
 mod error;
 pub mod keycode;
@@ -61,6 +62,7 @@ mod schema;
 mod table;
 mod value;
 
+pub use build::{BuildState, BuildStatus};
 pub use catalog::{group_family, index_family, Tables, CATALOG};
 pub use error::{Error, Result};
 pub use maintain::{FamilyStats, LoadStats};

@@ -1,23 +1,19 @@
-//! Whole-table work: loading many rows, building a new index from the
-//! rows, checking that rows and indexes agree, and sizes.
+//! Whole-table work: loading many rows, checking that rows and indexes
+//! agree, and sizes.
 //!
 //! Loading into an empty table takes the bulk path: every row is checked
 //! and encoded, primary keys and unique index values are checked for
-//! duplicates among themselves (sorted), and each family is bulk-loaded
-//! (`DB::try_bulk_load_cf`: sorted segments, no log). The rows are held
-//! in memory meanwhile (about twice their encoded size). Loading into a
-//! table that has rows inserts them in batches instead, checked like any
-//! insert. Either way, a bad row stops the load with an error naming its
-//! line and column; a bulk load writes nothing before every row is
-//! checked. A bulk load writes its families one after the other (indexes
-//! first, the `default` group, where rows exist, last), so a crash during
-//! one can leave index entries of rows not yet there: `verify` reports
-//! them, the table still reads as empty, and loading the same rows again
-//! completes it.
+//! duplicates among themselves (sorted), and every family is bulk-loaded
+//! at once (`DB::bulk_load_families`: sorted segments built in parallel,
+//! no log, installed in one manifest edit, so a crash leaves all the rows
+//! and their index entries or none). The rows are held in memory
+//! meanwhile (about twice their encoded size). Loading into a table that
+//! has rows inserts them instead, checked like any insert. Either way, a
+//! bad row stops the load with an error naming its line and column; a
+//! bulk load writes nothing before every row is checked.
 
 use crate::error::{Error, Result};
 use crate::keycode;
-use crate::schema::Schema;
 use crate::table::{escape, Table};
 use crate::value::Value;
 
@@ -146,12 +142,23 @@ impl Table {
     }
 
     /// Checks that every index entry names an existing row holding that
-    /// value, and that every row is in every index; returns the rows.
+    /// value, and that every row is in every index (but those whose
+    /// background build has not ended); returns the rows.
     pub fn verify(&self) -> Result<u64> {
         let snap = self.db.snapshot();
         let s = &self.schema;
         let groups = self.index_groups();
         let mut rows = 0u64;
+        // An index whose build has not ended is not checked.
+        let built: Vec<bool> = s
+            .indexes
+            .iter()
+            .map(|ix| {
+                self.build
+                    .as_ref()
+                    .is_none_or(|b| b.check(&ix.name).is_ok())
+            })
+            .collect();
         let inconsistent = |index: &str, detail: String| Error::Inconsistent {
             table: s.name.clone(),
             index: index.into(),
@@ -169,6 +176,9 @@ impl Table {
                 .read_row(Some(&snap), &pk, &all)?
                 .ok_or_else(|| self.corrupt("group default", &pk))?;
             for (i, ix) in s.indexes.iter().enumerate() {
+                if !built[i] {
+                    continue;
+                }
                 let (key, value) = self.index_entry(i, &row, &pk);
                 let stored = self.db.get_cf_at(&self.indexes[i], &snap, &key)?;
                 if stored.as_deref() != Some(&value[..]) {
@@ -180,6 +190,9 @@ impl Table {
             }
         }
         for (i, ix) in s.indexes.iter().enumerate() {
+            if !built[i] {
+                continue;
+            }
             let mut entries = 0u64;
             for kv in self.db.range_cf_at(&self.indexes[i], &snap, None, None)? {
                 let (key, value) = kv?;
@@ -239,54 +252,13 @@ impl Table {
     }
 
     /// The primary key encoding `pk` as a label.
-    fn label_of(&self, pk: &[u8]) -> String {
+    pub(crate) fn label_of(&self, pk: &[u8]) -> String {
         let mut rest = pk;
         match keycode::decode_all(&mut rest, self.pk_types()) {
             Some(values) => self.label(&values),
             None => format!("row {}", escape(pk)),
         }
     }
-}
-
-/// Builds the entries of indexes `new` (positions in `t`'s schema) from
-/// every row. Caller holds the table's write lock.
-pub(crate) fn build_indexes(t: &Table, new: &[usize]) -> Result<()> {
-    if new.is_empty() {
-        return Ok(());
-    }
-    let snap = t.db.snapshot();
-    let schema: &Schema = &t.schema;
-    let cols: Vec<usize> = new
-        .iter()
-        .flat_map(|&i| schema.indexes[i].columns.iter().copied())
-        .collect();
-    let groups = t.groups_for(&cols);
-    let mut batch = pith::WriteBatch::new();
-    // The new families start empty: a unique value is taken only by an
-    // earlier row of this build.
-    let mut seen: Vec<std::collections::HashSet<Vec<u8>>> = vec![Default::default(); new.len()];
-    for kv in t.db.range_cf_at(&t.groups[0], &snap, None, None)?.keys() {
-        let pk = kv?;
-        let row = t
-            .read_row(Some(&snap), &pk, &groups)?
-            .ok_or_else(|| t.corrupt("group default", &pk))?;
-        for (n, &i) in new.iter().enumerate() {
-            let (key, value) = t.index_entry(i, &row, &pk);
-            if schema.indexes[i].unique && !seen[n].insert(key.clone()) {
-                return Err(Error::Duplicate {
-                    table: schema.name.clone(),
-                    row: t.label_of(&pk),
-                    index: schema.indexes[i].name.clone(),
-                });
-            }
-            batch.put_cf(&t.indexes[i], key, value);
-        }
-        if batch.encoded_len() > 1 << 20 {
-            t.db.write(pith::WriteOptions::default(), std::mem::take(&mut batch))?;
-        }
-    }
-    t.db.write(pith::WriteOptions::synced(), batch)?;
-    Ok(())
 }
 
 /// `e` with its row named by `label` (where the row came from).

@@ -392,6 +392,9 @@ impl Table {
                 index: index.into(),
                 detail: "no such index".into(),
             })?;
+        if let Some(b) = &self.build {
+            b.check(index)?;
+        }
         Ok(Walk {
             family: &self.indexes[i],
             columns: &self.schema.indexes[i].columns,

@@ -43,6 +43,9 @@ pub struct Table {
     pub(crate) indexes: Vec<ColumnFamily>,
     pub(crate) write: Arc<Mutex<()>>,
     pub(crate) write_options: WriteOptions,
+    /// The table's index build when it was opened (see `build`): its
+    /// indexes cannot be queried until it ends.
+    pub(crate) build: Option<Arc<crate::build::Build>>,
 }
 
 impl std::fmt::Debug for Table {

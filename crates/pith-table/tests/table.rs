@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use pith_table::{
-    group_family, index_family, Condition, Error, KeyBound, Query, Schema, Table, Tables, Value,
-    PRIMARY,
+    group_family, index_family, BuildState, Condition, Error, KeyBound, Query, Schema, Table,
+    Tables, Value, PRIMARY,
 };
 use serde_json::json;
 
@@ -264,6 +264,8 @@ fn schema_changes_without_a_rewrite_work_and_others_are_refused() {
     let t2 = tables
         .alter(&Schema::from_value(&next).expect("schema"))
         .expect("alter");
+    tables.wait_for_builds("pkgs").expect("built");
+    assert!(tables.builds().iter().all(|b| b.state == BuildState::Done));
     assert!(
         t2.db().family(&index_family("pkgs", "by_size")).is_none(),
         "dropped index gone"
@@ -286,18 +288,30 @@ fn schema_changes_without_a_rewrite_work_and_others_are_refused() {
         1
     );
     assert_eq!(t2.verify().expect("verify"), 30);
-    // A unique index the rows do not satisfy is refused, and leaves nothing.
+    // A unique index the rows do not satisfy cannot be built: it is
+    // removed from the schema, and leaves nothing.
     let mut dup = next.clone();
     dup["indexes"] = json!([
         {"name": "by_name", "columns": ["name"], "unique": true},
         {"name": "by_extra", "columns": ["extra", "size"]},
         {"name": "one_extra", "columns": ["extra"], "unique": true}
     ]);
-    let e = tables
+    let t3 = tables
         .alter(&Schema::from_value(&dup).expect("schema"))
-        .expect_err("dups");
-    assert!(matches!(e, Error::Duplicate { .. }), "{e}");
+        .expect("alter");
+    let e = tables.wait_for_builds("pkgs").expect_err("dups");
+    assert!(
+        matches!(&e, Error::IndexBuildFailed { index, .. } if index == "one_extra"),
+        "{e}"
+    );
+    let q = t3.count("one_extra", &Condition::Eq(vec![Value::Null]));
+    assert!(matches!(q, Err(Error::IndexBuildFailed { .. })), "{q:?}");
     assert!(t2.db().family(&index_family("pkgs", "one_extra")).is_none());
+    assert!(tables
+        .schema("pkgs")
+        .expect("schema")
+        .index("one_extra")
+        .is_none());
     let mut retyped = next.clone();
     retyped["columns"][2]["type"] = json!("i64");
     let e = tables
