@@ -155,17 +155,15 @@ impl Table {
                 Ok(())
             },
         )?;
-        let groups = self.groups_for(&q.columns);
-        for (pk, row) in pks.iter().zip(self.read_rows(&snap, &pks, &groups)?) {
-            let row = row.ok_or_else(|| Error::Inconsistent {
+        for (pk, row) in pks.iter().zip(self.rows_at(&snap, &pks, &q.columns)?) {
+            out.push(row.ok_or_else(|| Error::Inconsistent {
                 table: s.name.clone(),
                 index: q.index.clone(),
                 detail: format!(
                     "an entry names row {}, which does not exist",
                     crate::table::escape(pk)
                 ),
-            })?;
-            out.push(crate::table::pick(row, &q.columns));
+            })?);
         }
         Ok(out)
     }
@@ -298,7 +296,35 @@ impl Table {
                     visit(&key, self.pk_of(walk, index, &key, &v)?)?;
                 }
             }
-            Span::Range { from, to, pk_at } => {
+            Span::Range { from, to, pk_at } if !walk.pk_in_value => {
+                // The keys hold everything: walked without values, straight
+                // from the trie when the family is settled.
+                let (mut n, mut failed) = (0, None);
+                self.db.for_each_key_cf_at(
+                    walk.family,
+                    snap,
+                    from.as_deref(),
+                    to.as_deref(),
+                    reverse,
+                    &mut |key| {
+                        let pk = match pk_at {
+                            // Past the values every key here starts with.
+                            Some(at) if !walk.pk_is_key => Ok(key.get(at..).unwrap_or_default()),
+                            _ => self.pk_of(walk, index, key, &[]),
+                        };
+                        if let Err(e) = pk.and_then(|pk| visit(key, pk)) {
+                            failed = Some(e);
+                            return false;
+                        }
+                        n += 1;
+                        n < limit
+                    },
+                )?;
+                if let Some(e) = failed {
+                    return Err(e);
+                }
+            }
+            Span::Range { from, to, .. } => {
                 let mut it = self.db.iter_cf_at(walk.family, snap)?;
                 match (reverse, &from, &to) {
                     (false, Some(f), _) => it.seek(f),
@@ -320,14 +346,9 @@ impl Table {
                     if !inside {
                         break;
                     }
-                    let pk = match (walk.pk_in_value, pk_at) {
-                        (true, _) => match it.value() {
-                            Some(v) => v,
-                            None => break, // an error, in status() below
-                        },
-                        // Past the values every key here starts with.
-                        (false, Some(at)) if !walk.pk_is_key => key.get(at..).unwrap_or_default(),
-                        (false, _) => self.pk_of(walk, index, key, &[])?,
+                    // A unique index: the value is the primary key.
+                    let Some(pk) = it.value() else {
+                        break; // an error, in status() below
                     };
                     visit(key, pk)?;
                     n += 1;

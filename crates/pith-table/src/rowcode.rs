@@ -86,6 +86,17 @@ pub fn decode<C: Borrow<Column>>(b: &[u8], columns: &[C]) -> Option<Vec<Value>> 
 pub fn decode_each<C: Borrow<Column>>(
     b: &[u8],
     columns: &[C],
+    put: impl FnMut(usize, Value),
+) -> Option<()> {
+    decode_some(b, columns, |_| true, put)
+}
+
+/// [`decode_each`] of only the columns `want` says yes to (by position in
+/// the group): the others are stepped over, not decoded.
+pub fn decode_some<C: Borrow<Column>>(
+    b: &[u8],
+    columns: &[C],
+    want: impl Fn(usize) -> bool,
     mut put: impl FnMut(usize, Value),
 ) -> Option<()> {
     let (count, mut rest) = varint::get(b)?;
@@ -108,9 +119,25 @@ pub fn decode_each<C: Borrow<Column>>(
                 continue;
             }
         }
-        put(i, take(&mut rest, c.ty)?);
+        match want(i) {
+            true => put(i, take(&mut rest, c.ty)?),
+            false => step(&mut rest, c.ty)?,
+        }
     }
     rest.is_empty().then_some(())
+}
+
+/// Steps over one non-null value of type `ty` at the front of `b`.
+fn step(b: &mut &[u8], ty: ColumnType) -> Option<()> {
+    let width = match ty.fixed_width() {
+        Some(w) => w,
+        None => {
+            let (len, rest) = varint::get(b)?;
+            *b = rest;
+            usize::try_from(len).ok()?
+        }
+    };
+    split(b, width).map(|_| ())
 }
 
 fn take(b: &mut &[u8], ty: ColumnType) -> Option<Value> {

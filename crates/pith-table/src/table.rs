@@ -258,9 +258,7 @@ impl Table {
     ) -> Result<Option<Vec<Value>>> {
         let pk = self.key_of(key)?;
         self.check_columns(columns)?;
-        let groups = self.groups_for(columns);
-        let row = self.read_row(Some(snapshot), &pk, &groups)?;
-        Ok(row.map(|r| pick(r, columns)))
+        Ok(self.rows_at(snapshot, &[pk], columns)?.pop().flatten())
     }
 
     /// Writes `row` over `old` (the same primary key's row, at least its
@@ -483,27 +481,74 @@ impl Table {
         self.row_of(pk, groups, found)
     }
 
-    /// [`Table::read_row`] of each of `pks`, as of `snapshot`, every read
-    /// made in one call of the engine.
-    pub(crate) fn read_rows(
+    /// The values at `columns` of the rows with primary keys `pks`, as of
+    /// `snapshot`, each row built straight from the bytes of the groups
+    /// holding `columns` (other columns of those groups are stepped over,
+    /// not decoded), every read made in one call of the engine, into one
+    /// buffer; `None` for a row that does not exist.
+    pub(crate) fn rows_at(
         &self,
         snapshot: &Snapshot,
         pks: &[Vec<u8>],
-        groups: &[usize],
+        columns: &[usize],
     ) -> Result<Vec<Option<Vec<Value>>>> {
+        let s = &self.schema;
+        let mut groups = self.groups_for(columns);
+        if !groups.contains(&0) {
+            // The default group is where a row exists: read it too.
+            groups.insert(0, 0);
+        }
+        // Each column's first output position (NONE: not asked for); a
+        // column asked for again is copied from there at the end.
+        const NONE: usize = usize::MAX;
+        let mut first_at = vec![NONE; s.columns.len()];
+        let mut again = Vec::new();
+        for (i, &c) in columns.iter().enumerate() {
+            match first_at[c] {
+                NONE => first_at[c] = i,
+                first => again.push((first, i)),
+            }
+        }
+        let mut rows: Vec<Option<Vec<Value>>> = vec![None; pks.len()];
         let reads = pks
             .iter()
             .flat_map(|pk| groups.iter().map(move |&g| (&self.groups[g], pk)));
-        let mut found = self.db.multi_get_cf_at(snapshot, reads)?.into_iter();
-        pks.iter()
-            .map(|pk| {
-                let fetched: Vec<Option<Vec<u8>>> = found.by_ref().take(groups.len()).collect();
-                if !groups.contains(&0) && !self.row_exists(Some(snapshot), pk)? {
-                    return Ok(None);
+        self.db.multi_get_cf_at_with(
+            snapshot,
+            reads,
+            |n: usize, bytes: Option<&[u8]>| -> Result<()> {
+                let (r, gi) = (n / groups.len(), n % groups.len());
+                let (g, pk) = (groups[gi], &pks[r]);
+                let Some(bytes) = bytes else {
+                    return Ok(()); // no row, or a group added after it
+                };
+                if g == 0 {
+                    rows[r] = Some(vec![Value::Null; columns.len()]);
                 }
-                self.row_of(pk, groups, fetched)
-            })
-            .collect()
+                let Some(row) = rows[r].as_mut() else {
+                    return Ok(());
+                };
+                let to = |i: usize| first_at[s.groups[g].columns[i]];
+                let columns = &self.layout.group_columns[g];
+                rowcode::decode_some(bytes, columns, |i| to(i) != NONE, |i, v| row[to(i)] = v)
+                    .ok_or_else(|| self.corrupt(&format!("group {}", s.groups[g].name), pk))
+            },
+        )?;
+        for (row, pk) in rows.iter_mut().zip(pks) {
+            let Some(row) = row else { continue };
+            let mut rest = &pk[..];
+            for (&c, &ty) in s.primary_key.iter().zip(self.pk_types()) {
+                let bad = || self.corrupt("primary key", pk);
+                match first_at[c] {
+                    NONE => keycode::skip(&mut rest, ty).ok_or_else(bad)?,
+                    at => row[at] = keycode::decode(&mut rest, ty).ok_or_else(bad)?,
+                }
+            }
+            for &(first, i) in &again {
+                row[i] = row[first].clone();
+            }
+        }
+        Ok(rows)
     }
 
     /// True when the default group (where a row exists) has `pk`.
@@ -554,19 +599,6 @@ impl Table {
             detail: format!("entry {}", escape(key)),
         }
     }
-}
-
-/// The values at `columns` of `row`, moved out of it (cloned where a
-/// column is asked for again later).
-pub(crate) fn pick(mut row: Vec<Value>, columns: &[usize]) -> Vec<Value> {
-    columns
-        .iter()
-        .enumerate()
-        .map(|(i, &c)| match columns[i + 1..].contains(&c) {
-            true => row[c].clone(),
-            false => std::mem::replace(&mut row[c], Value::Null),
-        })
-        .collect()
 }
 
 /// Bytes as printable text, non-printing bytes as `\xNN`.

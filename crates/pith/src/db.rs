@@ -6,7 +6,7 @@
 //! `Send + Sync`; share it with `Arc`.
 
 use std::collections::BTreeMap;
-use std::ops::Bound;
+use std::ops::{Bound, Range};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -156,20 +156,37 @@ fn get_in(
     now: u64,
     with_value: bool,
 ) -> Result<Option<(Vec<u8>, u64)>> {
-    let live = |tag: u64, deadline: u64, value: Vec<u8>| {
-        (tag_kind(tag) == Kind::Put && !expired(deadline, now)).then_some((value, deadline))
+    let mut out = Vec::new();
+    let found = get_into(st, key, snap, now, with_value.then_some(&mut out))?;
+    Ok(found.map(|deadline| (out, deadline)))
+}
+
+/// [`get_in`] into `out` (when given: the value replaces its contents,
+/// which are left unspecified when there is none); the deadline when the
+/// key is live.
+fn get_into(
+    st: &Tree,
+    key: &[u8],
+    snap: u64,
+    now: u64,
+    mut out: Option<&mut Vec<u8>>,
+) -> Result<Option<u64>> {
+    let live = |tag: u64, deadline: u64| {
+        (tag_kind(tag) == Kind::Put && !expired(deadline, now)).then_some(deadline)
     };
     for m in std::iter::once(&st.mem).chain(st.frozen.iter().rev()) {
-        if let Some(v) = m.get(key, snap, now, with_value) {
-            return Ok(live(v.tag, v.deadline, v.value));
+        if let Some(v) = m.get(key, snap, now, out.is_some()) {
+            if let Some(out) = out {
+                out.clear();
+                out.extend_from_slice(&v.value);
+            }
+            return Ok(live(v.tag, v.deadline));
         }
     }
     let hash = crate::segment::key_hash(key);
-    let mut out = Vec::new();
     for s in st.segments.iter().rev() {
-        let decode_into = with_value.then_some(&mut out);
-        if let Some((tag, deadline)) = s.get(key, hash, snap, now, decode_into)? {
-            return Ok(live(tag, deadline, out));
+        if let Some((tag, deadline)) = s.get(key, hash, snap, now, out.as_deref_mut())? {
+            return Ok(live(tag, deadline));
         }
     }
     Ok(None)
@@ -191,24 +208,36 @@ fn multi_get_in<'a, K: AsRef<[u8]>>(
         .collect()
 }
 
-/// Live keys of `t` in `[from, to)` at `snap` from trie ranks, when `t`
-/// is settled: no memtable entry, one segment whose versions `snap` sees
-/// all, holding no tombstone and no deadline (so every key in it is live
-/// and has one visible newest version). `None` otherwise.
-fn settled_count(t: &Tree, snap: u64, from: Option<&[u8]>, to: Option<&[u8]>) -> Option<u64> {
+/// The trie of `t`'s keys at `snap` when `t` is settled: no memtable
+/// entry, one segment whose versions `snap` sees all, holding no
+/// tombstone and no deadline (so every key in its trie is live and has one
+/// visible newest version): `Some(None)` when `t` has no segment at all.
+/// `None` when `t` is not settled.
+fn settled(t: &Tree, snap: u64) -> Option<Option<&pith_trie::Trie<'_>>> {
     if !t.memtables().all(|m| m.is_empty()) {
         return None;
     }
     match t.segments.as_slice() {
-        [] => Some(0),
-        [only] if only.all_keys_live() && only.max_seq() <= snap => {
-            let trie = only.trie();
-            let lo = from.map_or(0, |k| trie.lower_bound(k));
-            let hi = to.map_or(trie.len() as u64, |k| trie.lower_bound(k));
-            Some(hi.saturating_sub(lo))
-        }
+        [] => Some(None),
+        [only] if only.all_keys_live() && only.max_seq() <= snap => Some(Some(only.trie())),
         _ => None,
     }
+}
+
+/// The ids of `trie`'s keys in `[from, to)`.
+fn id_range(trie: &pith_trie::Trie<'_>, from: Option<&[u8]>, to: Option<&[u8]>) -> Range<u64> {
+    let lo = from.map_or(0, |k| trie.lower_bound(k));
+    let hi = to.map_or(trie.len() as u64, |k| trie.lower_bound(k));
+    lo..hi.max(lo)
+}
+
+/// Live keys of `t` in `[from, to)` at `snap` from trie ranks, when `t`
+/// is settled (see [`settled`]); `None` otherwise.
+fn settled_count(t: &Tree, snap: u64, from: Option<&[u8]>, to: Option<&[u8]>) -> Option<u64> {
+    Some(settled(t, snap)?.map_or(0, |trie| {
+        let ids = id_range(trie, from, to);
+        ids.end - ids.start
+    }))
 }
 
 /// Counts a scan's keys (no value decoded).
@@ -384,6 +413,33 @@ impl DB {
     ) -> Result<Vec<Option<Vec<u8>>>> {
         let (st, snap) = self.inner.view();
         multi_get_in(&st, snap, self.inner.now(), reads)
+    }
+
+    /// [`DB::multi_get_cf_at`], handing each value to `visit` (with its
+    /// position in `reads`) as it is read instead of collecting them: the
+    /// values are decoded into one buffer, reused from read to read, so a
+    /// read allocates nothing. The first error `visit` returns stops the
+    /// reads and is returned.
+    pub fn multi_get_cf_at_with<'a, K: AsRef<[u8]>, E: From<Error>>(
+        &self,
+        snapshot: &Snapshot,
+        reads: impl IntoIterator<Item = (&'a ColumnFamily, K)>,
+        mut visit: impl FnMut(usize, Option<&[u8]>) -> std::result::Result<(), E>,
+    ) -> std::result::Result<(), E> {
+        let st = self.inner.current();
+        let now = self.inner.now();
+        let mut buf = Vec::new();
+        for (i, (cf, key)) in reads.into_iter().enumerate() {
+            let found = get_into(
+                tree(&st, cf)?,
+                key.as_ref(),
+                snapshot.seq,
+                now,
+                Some(&mut buf),
+            )?;
+            visit(i, found.map(|_| buf.as_slice()))?;
+        }
+        Ok(())
     }
 
     /// [`DB::multi_get_cf`] as of `snapshot`.
@@ -595,6 +651,82 @@ impl DB {
         }
         drop(st);
         count_scan(self.range_cf_at(cf, snapshot, from, to)?)
+    }
+
+    /// Calls `visit` with each live key of family `cf` in `[from, to)` at
+    /// `snapshot` (`None` leaves a side open), in key order or, when
+    /// `reverse`, from the last, until it returns false; no value is read.
+    /// On a settled family (nothing in its memtables, one segment with no
+    /// tombstone or deadline that the snapshot sees whole, as after a bulk
+    /// load or a full compaction) the keys come straight from the
+    /// segment's trie, without a merging iterator: an index's entries, say.
+    pub fn for_each_key_cf_at(
+        &self,
+        cf: &ColumnFamily,
+        snapshot: &Snapshot,
+        from: Option<&[u8]>,
+        to: Option<&[u8]>,
+        reverse: bool,
+        visit: &mut dyn FnMut(&[u8]) -> bool,
+    ) -> Result<()> {
+        let st = self.inner.current();
+        let t = tree(&st, cf)?;
+        if let Some(trie) = settled(t, snapshot.seq) {
+            let Some(trie) = trie else {
+                return Ok(());
+            };
+            let ids = id_range(trie, from, to);
+            if ids.is_empty() {
+                return Ok(());
+            }
+            let mut c = trie.cursor();
+            let (mut left, mut moved) = (
+                ids.end - ids.start,
+                match reverse {
+                    false => c.seek_id(ids.start),
+                    true => c.seek_id(ids.end - 1),
+                },
+            );
+            while moved && left > 0 {
+                let Some(key) = c.key() else { break };
+                if !visit(key) {
+                    break;
+                }
+                left -= 1;
+                moved = match reverse {
+                    false => c.next(),
+                    true => c.prev(),
+                };
+            }
+            return Ok(());
+        }
+        let mut it = iter_in(t, snapshot.seq, self.inner.now());
+        drop(st);
+        match (reverse, from, to) {
+            (false, Some(f), _) => it.seek(f),
+            (false, None, _) => it.seek_to_first(),
+            (true, _, Some(end)) => {
+                it.seek_for_prev(end);
+                if it.key() == Some(end) {
+                    it.prev(); // the end is excluded
+                }
+            }
+            (true, _, None) => it.seek_to_last(),
+        }
+        while let Some(key) = it.key() {
+            let inside = match reverse {
+                false => to.is_none_or(|end| key < end),
+                true => from.is_none_or(|f| key >= f),
+            };
+            if !inside || !visit(key) {
+                break;
+            }
+            match reverse {
+                false => it.next(),
+                true => it.prev(),
+            }
+        }
+        it.status()
     }
 
     /// `(key, value)` pairs whose keys match `pattern` (anchored at both

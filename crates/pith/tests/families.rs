@@ -680,6 +680,56 @@ fn range_counts_agree_with_scans_settled_or_not() {
                 None => db.count_range_cf(&f, from, to).expect("count"),
             };
             assert_eq!(counted, scanned, "{from:?}..{to:?}");
+            // Keys visited (forward and backward, all or the first 7)
+            // are the scan's keys.
+            let owned = db.snapshot();
+            let at = snap.unwrap_or(&owned);
+            let keys: Vec<Vec<u8>> = db
+                .range_cf_at(&f, at, from, to)
+                .expect("scan")
+                .keys()
+                .collect::<Result<_, _>>()
+                .expect("keys");
+            for reverse in [false, true] {
+                for limit in [usize::MAX, 7] {
+                    let mut visited = Vec::new();
+                    db.for_each_key_cf_at(&f, at, from, to, reverse, &mut |k| {
+                        visited.push(k.to_vec());
+                        visited.len() < limit
+                    })
+                    .expect("visit");
+                    let mut want = keys.clone();
+                    if reverse {
+                        want.reverse();
+                    }
+                    want.truncate(limit);
+                    assert_eq!(
+                        visited, want,
+                        "{from:?}..{to:?} reverse {reverse} limit {limit}"
+                    );
+                }
+            }
+            // Values read into one buffer are the scan's values.
+            let pairs: Vec<(Vec<u8>, Vec<u8>)> = db
+                .range_cf_at(&f, at, from, to)
+                .expect("scan")
+                .collect::<Result<_, _>>()
+                .expect("pairs");
+            let mut got = Vec::new();
+            let absent = b"absent".to_vec();
+            let reads = pairs.iter().map(|(k, _)| (&f, k)).chain([(&f, &absent)]);
+            db.multi_get_cf_at_with(at, reads, |i, v| -> Result<(), Error> {
+                got.push((i, v.map(<[u8]>::to_vec)));
+                Ok(())
+            })
+            .expect("multi get");
+            let mut want: Vec<(usize, Option<Vec<u8>>)> = pairs
+                .iter()
+                .enumerate()
+                .map(|(i, (_, v))| (i, Some(v.clone())))
+                .collect();
+            want.push((pairs.len(), None));
+            assert_eq!(got, want);
         }
     };
     check(&db, None); // memtable: walked
