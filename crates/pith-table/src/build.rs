@@ -3,22 +3,28 @@
 //! the table stays open for reads and writes.
 //!
 //! **Why the result is exact.** From the moment the new schema is written,
-//! every write maintains the new indexes as it does the others. The build
-//! walks the rows in primary-key order, a chunk of [`CHUNK_ROWS`] at a
-//! time, each chunk under the table's write lock: it reads the chunk's
+//! every write maintains the new indexes as it does the others (a handle
+//! opened before the change refuses to write: `Error::StaleTable`). The
+//! build walks the rows in primary-key order, a chunk of [`CHUNK_ROWS`] at
+//! a time, each chunk under the table's write lock: it reads the chunk's
 //! rows as they are then and puts their entries. A row written before its
 //! chunk is read gets its entry from the chunk (a put of what the writer
 //! already put, if the writer came after the index appeared); a row
 //! written after gets it from the writer, which replaces the entry the
 //! chunk put. A writer deleting an entry the build has not reached yet
-//! deletes nothing, and the chunk later reads the row as it is. So when
-//! the walk ends, every row has its current entry and no other.
+//! deletes nothing: for a unique index, a writer deletes an old value's
+//! entry only when it names its own row (another row may hold that value,
+//! a duplicate the build will find), and the chunk later reads the row as
+//! it is. So when the walk ends, every row has its current entry and no
+//! other.
 //!
 //! **Unique indexes.** A chunk's entry whose value another row already
 //! holds (a row of an earlier chunk, or a writer's) means the rows hold a
-//! value twice: that index cannot be built. It is removed from the schema
-//! and its family dropped; the others go on. `Tables::wait_for_builds`
-//! returns the [`Error::Duplicate`] naming the row.
+//! value twice: that index cannot be built. From then on writes leave it
+//! alone; when the walk ends it is removed from the schema and its family
+//! dropped; the others go on. `Tables::wait_for_builds` returns
+//! [`Error::IndexBuildFailed`] with the [`Error::Duplicate`] naming the
+//! row.
 //!
 //! **Durability.** The catalog holds, beside the table's schema, the
 //! names of its indexes being built (key `<table>/building`, a JSON
@@ -128,16 +134,21 @@ impl Build {
         self.stop.store(true, Ordering::Release);
     }
 
+    /// Records that `index` cannot be built (from then on, writes leave
+    /// it alone: its family is about to be dropped).
+    pub(crate) fn fail(&self, index: &str, why: Error) {
+        self.end().failed.push((index.into(), why));
+    }
+
+    /// True when `index` could not be built.
+    pub(crate) fn failed(&self, index: &str) -> bool {
+        self.end().failed.iter().any(|(i, _)| i == index)
+    }
+
     /// Records how the build ended and wakes the waiters.
-    pub(crate) fn finish(
-        &self,
-        state: BuildState,
-        failed: Vec<(String, Error)>,
-        error: Option<Error>,
-    ) {
+    pub(crate) fn finish(&self, state: BuildState, error: Option<Error>) {
         let mut end = self.end();
         end.state = state;
-        end.failed = failed;
         end.error = error;
         self.ended.notify_all();
     }
@@ -153,6 +164,14 @@ impl Build {
             return Err(Error::IndexBuildStopped {
                 table: self.table.clone(),
                 detail: e.to_string(),
+            });
+        }
+        if end.state == BuildState::Stopped {
+            return Err(Error::IndexBuildStopped {
+                table: self.table.clone(),
+                detail: "stopped before the end (a close or another schema change); \
+                         it starts again at the next Tables::open"
+                    .into(),
             });
         }
         match end.failed.first() {
@@ -207,10 +226,11 @@ impl Build {
 }
 
 /// How a walk ended: stopped before the end, or done with these unique
-/// indexes failed (positions in the table's schema, with their errors).
+/// indexes failed (positions in the table's schema; their errors are in
+/// the build).
 pub(crate) enum Walked {
     Stopped,
-    Done(Vec<(usize, Error)>),
+    Done(Vec<usize>),
 }
 
 /// Walks every row of `t` (whose schema has the indexes being built) and
@@ -219,7 +239,7 @@ pub(crate) enum Walked {
 pub(crate) fn walk(build: &Build, t: &Table, building: &[usize]) -> Result<Walked> {
     let s = t.schema();
     let mut live: Vec<usize> = building.to_vec();
-    let mut failed: Vec<(usize, Error)> = Vec::new();
+    let mut failed: Vec<usize> = Vec::new();
     let mut from: Option<Vec<u8>> = None;
     loop {
         if build.stop.load(Ordering::Acquire) {
@@ -260,14 +280,17 @@ pub(crate) fn walk(build: &Build, t: &Table, building: &[usize]) -> Result<Walke
                             .get_cf(&t.indexes[i], &key)?
                             .is_some_and(|other| other != *pk));
                 if taken {
-                    failed.push((
-                        i,
+                    // Recorded under the write lock: no write after this
+                    // one touches the index.
+                    build.fail(
+                        &s.indexes[i].name,
                         Error::Duplicate {
                             table: s.name.clone(),
                             row: t.label_of(pk),
                             index: s.indexes[i].name.clone(),
                         },
-                    ));
+                    );
+                    failed.push(i);
                     live.remove(n);
                     continue;
                 }
@@ -296,20 +319,22 @@ mod tests {
         let b = Build::new("t", vec!["a".into(), "u".into()]);
         assert!(b.check("other").is_ok());
         assert!(matches!(b.check("a"), Err(Error::IndexBuilding { .. })));
-        b.finish(BuildState::Stopped, Vec::new(), None);
+        b.finish(BuildState::Stopped, None);
         assert!(matches!(b.check("a"), Err(Error::IndexBuilding { .. })));
-        assert!(b.wait().is_ok());
+        assert!(matches!(b.wait(), Err(Error::IndexBuildStopped { .. })));
         let dup = Error::Duplicate {
             table: "t".into(),
             row: "row (id=1)".into(),
             index: "u".into(),
         };
-        b.finish(BuildState::Done, vec![("u".into(), dup)], None);
+        b.fail("u", dup);
+        assert!(b.failed("u") && !b.failed("a"));
+        b.finish(BuildState::Done, None);
         assert!(b.check("a").is_ok());
         assert!(matches!(b.check("u"), Err(Error::IndexBuildFailed { .. })));
         assert!(matches!(b.wait(), Err(Error::IndexBuildFailed { index, .. }) if index == "u"));
         let io = Error::Engine(pith::Error::Closing);
-        b.finish(BuildState::Stopped, Vec::new(), Some(io));
+        b.finish(BuildState::Stopped, Some(io));
         assert!(matches!(b.wait(), Err(Error::IndexBuildStopped { .. })));
         assert_eq!(b.status().state, BuildState::Stopped);
     }

@@ -48,7 +48,8 @@ pub struct Tables {
     db: Arc<DB>,
     catalog: ColumnFamily,
     /// Per-table write locks, shared by every `Table` of a name.
-    locks: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+    /// (holding each table's schema epoch: see `Table::lock_for_write`).
+    locks: Mutex<HashMap<String, Arc<Mutex<u64>>>>,
     /// Serializes catalog changes (create, drop, alter).
     changes: Mutex<()>,
     /// Serializes the catalog writes of builds that end.
@@ -123,6 +124,28 @@ impl Tables {
         })
     }
 
+    /// Table `name`'s write lock, shared by all its handles.
+    fn write_lock(&self, name: &str) -> Arc<Mutex<u64>> {
+        locked(&self.locks).entry(name.into()).or_default().clone()
+    }
+
+    /// Table `name`'s latest build; when none ran since open (a read-only
+    /// database, or a build that could not start) but the catalog lists
+    /// indexes being built, a stopped one, so they are not queried
+    /// half built.
+    fn build_of(&self, name: &str) -> Result<Option<Arc<Build>>> {
+        if let Some((b, _)) = locked(&self.builds).get(name) {
+            return Ok(Some(b.clone()));
+        }
+        let building = self.building(name)?;
+        if building.is_empty() {
+            return Ok(None);
+        }
+        let b = Build::new(name, building);
+        b.finish(BuildState::Stopped, None);
+        Ok(Some(Arc::new(b)))
+    }
+
     /// Every index build since open: running, done or stopped.
     pub fn builds(&self) -> Vec<BuildStatus> {
         let mut out: Vec<BuildStatus> = locked(&self.builds)
@@ -147,7 +170,7 @@ impl Tables {
             h.take()
         });
         if let Some(h) = running {
-            // A panic is recorded in the build by its thread.
+            // The thread ends the build even when it panics.
             let _ = h.join();
         }
     }
@@ -170,8 +193,15 @@ impl Tables {
         let spawned = std::thread::Builder::new()
             .name(format!("pith-index-build-{name}"))
             .spawn(move || {
-                let walked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    build::walk(&build, &t, &positions)
+                // Whatever happens, the build ends and its waiters wake.
+                let ended = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    match build::walk(&build, &t, &positions)? {
+                        Walked::Stopped => Ok(BuildState::Stopped),
+                        Walked::Done(failed) => {
+                            let _e = locked(&ends);
+                            end_build(&db, &catalog, &t, &failed).map(|()| BuildState::Done)
+                        }
+                    }
                 }))
                 .unwrap_or_else(|_| {
                     Err(Error::Engine(pith::Error::Internal(format!(
@@ -179,22 +209,9 @@ impl Tables {
                         t.schema.name
                     ))))
                 });
-                match walked {
-                    Ok(Walked::Stopped) => build.finish(BuildState::Stopped, Vec::new(), None),
-                    Ok(Walked::Done(failed)) => {
-                        let _e = locked(&ends);
-                        match end_build(&db, &catalog, &t, &failed) {
-                            Ok(()) => {
-                                let failed = failed
-                                    .into_iter()
-                                    .map(|(i, e)| (t.schema.indexes[i].name.clone(), e))
-                                    .collect();
-                                build.finish(BuildState::Done, failed, None)
-                            }
-                            Err(e) => build.finish(BuildState::Stopped, Vec::new(), Some(e)),
-                        }
-                    }
-                    Err(e) => build.finish(BuildState::Stopped, Vec::new(), Some(e)),
+                match ended {
+                    Ok(state) => build.finish(state, None),
+                    Err(e) => build.finish(BuildState::Stopped, Some(e)),
                 }
             })
             .map_err(|e| {
@@ -242,7 +259,13 @@ impl Tables {
 
     /// Opens table `name`.
     pub fn open_table(&self, name: &str) -> Result<Table> {
-        let schema = self.schema(name)?;
+        let write = self.write_lock(name);
+        // Read under the write lock, which a schema change holds while it
+        // writes the schema and bumps the epoch: the two agree.
+        let (schema, epoch) = {
+            let w = locked(&write);
+            (self.schema(name)?, *w)
+        };
         let family = |n: String| {
             self.db.family(&n).ok_or_else(|| Error::Corrupt {
                 table: name.into(),
@@ -260,13 +283,6 @@ impl Tables {
             .iter()
             .map(|i| family(index_family(name, &i.name)))
             .collect::<Result<_>>()?;
-        let write = self
-            .locks
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .entry(name.into())
-            .or_default()
-            .clone();
         Ok(Table {
             db: self.db.clone(),
             layout: Arc::new(Layout::new(&schema)),
@@ -274,8 +290,9 @@ impl Tables {
             groups,
             indexes,
             write,
+            epoch,
             write_options: WriteOptions::default(),
-            build: locked(&self.builds).get(name).map(|(b, _)| b.clone()),
+            build: self.build_of(name)?,
         })
     }
 
@@ -287,7 +304,12 @@ impl Tables {
         let mut b = pith::WriteBatch::new();
         b.delete_cf(&self.catalog, name);
         b.delete_cf(&self.catalog, build::building_key(name));
-        self.db.write(WriteOptions::synced(), b)?;
+        {
+            let write = self.write_lock(name);
+            let mut w = locked(&write);
+            self.db.write(WriteOptions::synced(), b)?;
+            *w += 1;
+        }
         locked(&self.builds).remove(name);
         for f in families_of(&schema) {
             if let Some(cf) = self.db.family(&f) {
@@ -302,17 +324,16 @@ impl Tables {
     /// column groups for them, new indexes, dropped indexes. New indexes
     /// are built in the background (see [`Tables::wait_for_builds`]);
     /// until then queries on them fail with [`Error::IndexBuilding`]. A
-    /// `Table` opened before the change still has the old schema: open
-    /// the table again (writes through an old handle to a dropped index
-    /// fail).
+    /// `Table` opened before the change keeps the old schema and refuses
+    /// to write ([`Error::StaleTable`]): open the table again.
     pub fn alter(&self, next: &Schema) -> Result<Table> {
         let _c = self.changes.lock().unwrap_or_else(|p| p.into_inner());
+        self.schema(&next.name)?.check_change(next)?;
         // A build still running is stopped; what it did not finish is
         // built again below.
         self.stop_build(&next.name);
         let old = self.open_table(&next.name)?;
-        old.schema.check_change(next)?;
-        let _w = old.lock();
+        let mut w = old.lock();
         let before = families_of(&old.schema);
         for f in families_of(next)
             .into_iter()
@@ -339,6 +360,8 @@ impl Tables {
             false => b.put_cf(&self.catalog, key, serde_json::json!(building).to_string()),
         };
         self.db.write(WriteOptions::synced(), b)?;
+        // Handles opened before refuse to write from now on.
+        *w += 1;
         for i in &old.schema.indexes {
             if next.index(&i.name).is_none() {
                 if let Some(cf) = self.db.family(&index_family(&next.name, &i.name)) {
@@ -346,7 +369,7 @@ impl Tables {
                 }
             }
         }
-        drop(_w);
+        drop(w);
         if building.is_empty() {
             locked(&self.builds).remove(&next.name);
         } else {
@@ -389,14 +412,14 @@ impl Drop for Tables {
 }
 
 /// Ends a build of `t` that walked every row: in one synced batch, the
-/// indexes that `failed` (positions, with why) leave the schema and the
+/// indexes that `failed` (positions) leave the schema and the
 /// list of indexes being built goes; then the failed indexes' families
 /// are dropped.
-fn end_build(db: &DB, catalog: &ColumnFamily, t: &Table, failed: &[(usize, Error)]) -> Result<()> {
+fn end_build(db: &DB, catalog: &ColumnFamily, t: &Table, failed: &[usize]) -> Result<()> {
     let mut schema = (*t.schema).clone();
     let gone: Vec<String> = failed
         .iter()
-        .map(|(i, _)| schema.indexes[*i].name.clone())
+        .map(|&i| schema.indexes[i].name.clone())
         .collect();
     schema.indexes.retain(|i| !gone.contains(&i.name));
     let mut b = pith::WriteBatch::new();

@@ -133,6 +133,15 @@ pub enum Error {
         /// Why.
         detail: String,
     },
+    /// A write through a `Table` opened before the table's schema changed
+    /// (`Tables::alter`, `drop_table`): open the table again.
+    #[error(
+        "table {table}: its schema changed since this handle was opened; open the table again"
+    )]
+    StaleTable {
+        /// The table.
+        table: String,
+    },
     /// An index build stopped by an error (it starts again at the next
     /// `Tables::open`).
     #[error("table {table}: an index build stopped: {detail}")]

@@ -55,7 +55,7 @@ impl Table {
     where
         I: IntoIterator<Item = Result<(String, Vec<Value>)>>,
     {
-        let _w = self.lock();
+        let _w = self.lock_for_write()?;
         let empty = self.db.count_keys_cf(&self.groups[0])? == 0;
         if !empty {
             drop(_w);

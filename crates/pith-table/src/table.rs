@@ -41,7 +41,11 @@ pub struct Table {
     pub(crate) groups: Vec<ColumnFamily>,
     /// One family per index, in schema order.
     pub(crate) indexes: Vec<ColumnFamily>,
-    pub(crate) write: Arc<Mutex<()>>,
+    /// The table's write lock, shared by every handle of the table; it
+    /// holds the schema's epoch, which a schema change bumps.
+    pub(crate) write: Arc<Mutex<u64>>,
+    /// The epoch this handle's schema is from.
+    pub(crate) epoch: u64,
     pub(crate) write_options: WriteOptions,
     /// The table's index build when it was opened (see `build`): its
     /// indexes cannot be queried until it ends.
@@ -145,13 +149,13 @@ impl Table {
     /// taken; nothing is written then.
     pub fn insert(&self, row: &[Value]) -> Result<()> {
         self.check_row(row)?;
-        let _w = self.lock();
+        let _w = self.lock_for_write()?;
         let pk = self.pk_key(row);
         if self.db.contains_cf(&self.groups[0], &pk)? {
             return Err(self.duplicate(row, "primary key"));
         }
         let mut batch = WriteBatch::new();
-        for i in 0..self.indexes.len() {
+        for i in self.maintained() {
             let (key, value) = self.index_entry(i, row, &pk);
             if self.schema.indexes[i].unique && self.db.contains_cf(&self.indexes[i], &key)? {
                 return Err(self.duplicate(row, &self.schema.indexes[i].name));
@@ -170,7 +174,7 @@ impl Table {
     /// another row.
     pub fn upsert(&self, row: &[Value]) -> Result<()> {
         self.check_row(row)?;
-        let _w = self.lock();
+        let _w = self.lock_for_write()?;
         let pk = self.pk_key(row);
         let old = self.read_row(None, &pk, &self.index_groups())?;
         self.replace(&pk, old.as_deref(), row, None)
@@ -200,7 +204,7 @@ impl Table {
                     .into(),
             });
         }
-        let _w = self.lock();
+        let _w = self.lock_for_write()?;
         let all: Vec<usize> = (0..self.groups.len()).collect();
         let old = self
             .read_row(None, &pk, &all)?
@@ -227,14 +231,16 @@ impl Table {
     /// when there was none.
     pub fn delete(&self, key: &[Value]) -> Result<bool> {
         let pk = self.key_of(key)?;
-        let _w = self.lock();
+        let _w = self.lock_for_write()?;
         let Some(old) = self.read_row(None, &pk, &self.index_groups())? else {
             return Ok(false);
         };
         let mut batch = WriteBatch::new();
-        for i in 0..self.indexes.len() {
+        for i in self.maintained() {
             let (k, _) = self.index_entry(i, &old, &pk);
-            batch.delete_cf(&self.indexes[i], k);
+            if self.owns_entry(i, &k, &pk)? {
+                batch.delete_cf(&self.indexes[i], k);
+            }
         }
         for g in &self.groups {
             batch.delete_cf(g, &pk);
@@ -273,7 +279,7 @@ impl Table {
         groups: Option<&[usize]>,
     ) -> Result<()> {
         let mut batch = WriteBatch::new();
-        for i in 0..self.indexes.len() {
+        for i in self.maintained() {
             let (key, value) = self.index_entry(i, row, pk);
             let old_key = old.map(|o| self.index_entry(i, o, pk).0);
             if old_key.as_ref() == Some(&key) {
@@ -283,7 +289,9 @@ impl Table {
                 return Err(self.duplicate(row, &self.schema.indexes[i].name));
             }
             if let Some(k) = old_key {
-                batch.delete_cf(&self.indexes[i], k);
+                if self.owns_entry(i, &k, pk)? {
+                    batch.delete_cf(&self.indexes[i], k);
+                }
             }
             batch.put_cf(&self.indexes[i], key, value);
         }
@@ -295,8 +303,45 @@ impl Table {
         Ok(())
     }
 
-    pub(crate) fn lock(&self) -> MutexGuard<'_, ()> {
+    /// The indexes writes maintain (positions): all but one whose
+    /// background build failed (it is being dropped).
+    fn maintained(&self) -> impl Iterator<Item = usize> + '_ {
+        (0..self.indexes.len()).filter(|&i| {
+            let name = &self.schema.indexes[i].name;
+            self.build.as_ref().is_none_or(|b| !b.failed(name))
+        })
+    }
+
+    /// Whether the entry `key` of index `i` is row `pk`'s to delete. Always
+    /// for a non-unique index (the key holds the primary key); for a unique
+    /// one, when the entry names `pk`: while a build has not reached a
+    /// row, another row may hold the entry of its old value (a duplicate
+    /// the build will find), which a write of this row must not delete.
+    fn owns_entry(&self, i: usize, key: &[u8], pk: &[u8]) -> Result<bool> {
+        if !self.schema.indexes[i].unique {
+            return Ok(true);
+        }
+        Ok(self
+            .db
+            .get_cf(&self.indexes[i], key)?
+            .is_some_and(|v| v == pk))
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, u64> {
         self.write.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The write lock, for a write through this handle: refused when the
+    /// schema changed since the handle was opened (its writes would skip
+    /// a new index or write to a dropped one).
+    pub(crate) fn lock_for_write(&self) -> Result<MutexGuard<'_, u64>> {
+        let w = self.lock();
+        if *w != self.epoch {
+            return Err(Error::StaleTable {
+                table: self.schema.name.clone(),
+            });
+        }
+        Ok(w)
     }
 
     /// Checks a whole row against the schema; errors name the row by its

@@ -120,6 +120,25 @@ fn an_index_built_while_writers_write_ends_equal_to_the_rows() {
 }
 
 #[test]
+fn a_handle_opened_before_a_schema_change_refuses_to_write() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (_db, tables) = open(dir.path());
+    let before = loaded(&tables, 100);
+    let after = tables.alter(&with_indexes()).expect("alter");
+    let e = before.upsert(&row(5, 1)).expect_err("stale");
+    assert!(matches!(e, Error::StaleTable { .. }), "{e}");
+    assert!(matches!(
+        before.delete(&[Value::UInt(5)]),
+        Err(Error::StaleTable { .. })
+    ));
+    // Reads through it still work; the new handle writes.
+    assert!(before.get(&[Value::UInt(5)], &[1]).expect("get").is_some());
+    after.upsert(&row(5, 1)).expect("upsert");
+    tables.wait_for_builds("t").expect("built");
+    assert_eq!(after.verify().expect("verify"), 100);
+}
+
+#[test]
 fn a_build_a_close_interrupts_starts_again_at_open() {
     let dir = tempfile::tempdir().expect("tempdir");
     {
@@ -164,10 +183,15 @@ fn a_unique_index_the_rows_break_is_removed_and_the_others_built() {
     );
     let q = t.count("one_per_group", &Condition::Eq(vec![Value::UInt(1)]));
     assert!(matches!(q, Err(Error::IndexBuildFailed { .. })), "{q:?}");
+    // Writes through the handle from the change go on, leaving the
+    // removed index alone.
+    t.upsert(&row(7, 1)).expect("upsert after a failed index");
+    t.insert(&row(9_999, 0))
+        .expect("insert after a failed index");
     assert!(db
         .family(&pith_table::index_family("t", "one_per_group"))
         .is_none());
     let t = tables.open_table("t").expect("reopen table");
     assert_eq!(t.schema().indexes.len(), 1);
-    assert_eq!(t.verify().expect("verify"), 5_000);
+    assert_eq!(t.verify().expect("verify"), 5_001);
 }

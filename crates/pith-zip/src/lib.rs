@@ -74,7 +74,9 @@ pub use builder::{build, build_to_vec, BuildStats, CodecChoice, Options, Sample}
 pub use error::{Error, Result};
 pub use format::{Codec, MAGIC};
 pub use global::Effort;
-pub use model::{IndexHold, Model, ModelRef, MODEL_HEADER_BYTES, MODEL_MAGIC};
+pub use model::{
+    compressible, IndexHold, Model, ModelRef, MODEL_HEADER_BYTES, MODEL_MAGIC, PROBE_RATIO,
+};
 pub use shared::{Encoded, SharedBuilder};
 pub use store::Store;
 

@@ -343,9 +343,6 @@ impl Model {
     }
 }
 
-/// Raw over encoded bytes of `records` with `encoder`, a record the
-/// encoding does not shrink counted at its size (it is stored plain);
-/// `None` when there are no bytes to encode.
 /// Raw over zstd (level 1) bytes of a probe of the sample (about
 /// [`PROBE_BYTES`] of its records, evenly strided, one after another)
 /// under which the data is taken to be incompressible (random bytes,
@@ -355,9 +352,12 @@ pub const PROBE_RATIO: f64 = 1.05;
 /// Bytes of the compressibility probe.
 const PROBE_BYTES: usize = 256 << 10;
 
-/// False when the records look incompressible (see [`PROBE_RATIO`]).
-fn compressible(records: &[&[u8]]) -> bool {
-    let probe = strided(records, PROBE_BYTES).concat();
+/// False when the records look incompressible (see [`PROBE_RATIO`]):
+/// what [`Model::train`] decides a dictionary on, for callers deciding
+/// whether data that did not compress may now.
+pub fn compressible<R: AsRef<[u8]>>(records: &[R]) -> bool {
+    let records: Vec<&[u8]> = records.iter().map(|r| r.as_ref()).collect();
+    let probe = strided(&records, PROBE_BYTES).concat();
     match zstd::bulk::compress(&probe, 1) {
         Ok(c) => probe.len() as f64 >= PROBE_RATIO * c.len() as f64,
         // Undecided: train as usual.
@@ -365,6 +365,9 @@ fn compressible(records: &[&[u8]]) -> bool {
     }
 }
 
+/// Raw over encoded bytes of `records` with `encoder`, a record the
+/// encoding does not shrink counted at its size (it is stored plain);
+/// `None` when there are no bytes to encode.
 fn ratio_of(encoder: &mut global::Encoder, records: &[&[u8]]) -> Option<f32> {
     let (mut raw, mut encoded, mut out) = (0usize, 0usize, Vec::new());
     for r in records {

@@ -87,17 +87,22 @@ pub(crate) fn any_merge_due(st: &State, o: &Options) -> Option<(u32, Range<usize
 
 /// True when a full compaction would only rewrite what is there: one
 /// segment, nothing in it to drop, its values in the current shared model
-/// (so a merge would copy them). RocksDB's `CompactRange` leaves its
-/// bottommost level alone in the same way by default. Without shared
-/// models a merge may re-encode with the merge codec, so it runs.
+/// (so a merge would copy them), or stored plain while the current model
+/// does not pay (a merge would store them plain again). RocksDB's
+/// `CompactRange` leaves its bottommost level alone in the same way by
+/// default. Without shared models a merge may re-encode with the merge
+/// codec, so it runs.
 fn is_compacted(t: &Tree, o: &Options) -> bool {
-    let current = t.model.as_ref().map(|m| m.number);
+    let Some(current) = t.model.as_ref() else {
+        return false;
+    };
     match t.segments.as_slice() {
         [only] => {
-            o.shared_models
-                && only.has_nothing_to_drop()
-                && only.model().map(|m| m.number) == current
-                && current.is_some()
+            let settled = match only.model() {
+                Some(m) => m.number == current.number,
+                None => !current.pays(),
+            };
+            o.shared_models && only.has_nothing_to_drop() && settled
         }
         _ => false,
     }
@@ -215,7 +220,7 @@ fn flush(inner: &Inner, generation: &[(u32, Arc<Memtable>)]) -> Result<()> {
         }
         let bottommost = inner.with_state(|st| st.tree(*id).is_none_or(|t| t.segments.is_empty()));
         let source = MemSource::new(mem, &snapshots, bottommost, inner.now());
-        let coding = training::coding_for(inner, *id, &source)?;
+        let coding = training::coding_for(inner, *id, &source, 1)?;
         // Without a model, a small memtable gets a proportionally small
         // training sample: dictionary training needs several times its
         // sample in memory, which must not dwarf the memtable it builds.
@@ -224,7 +229,7 @@ fn flush(inner: &Inner, generation: &[(u32, Arc<Memtable>)]) -> Result<()> {
             .sample_bytes
             .min(inner.options.memtable_bytes / 4)
             .max(64 << 10);
-        let segment = inner.build_segment(&source, &zip, coding.model.as_ref())?;
+        let segment = inner.build_segment(&source, &zip, coding.model.as_ref(), 1)?;
         edit.added.extend(segment.map(|s| (*id, s)));
         if coding.trained {
             edit.models.extend(coding.model.map(|m| (*id, m)));
@@ -250,7 +255,7 @@ fn merge(inner: &Inner, id: u32, window: Range<usize>) -> Result<()> {
     let source = MergeSource::new(inputs, inner.snapshot_list(), bottommost, inner.now());
     let model = t.model.clone();
     drop(st);
-    let output = inner.build_segment(&source, &inner.options.merge_zip, model.as_ref())?;
+    let output = inner.build_segment(&source, &inner.options.merge_zip, model.as_ref(), 1)?;
     // The inputs are let go before the edit, so the edit's end (where the
     // last reference to them usually goes) removes their files.
     drop(source);

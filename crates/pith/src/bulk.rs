@@ -10,13 +10,14 @@
 //! throughout, after flushing the memtable, so no other write interleaves.
 //!
 //! A load into several families at once ([`load_families`]) takes each
-//! family's records whole, builds one segment per family on up to
-//! `Options::background_threads` threads at a time, and installs them all
+//! family's records whole, builds one segment per family, up to
+//! `Options::background_threads` families at a time (sharing those
+//! threads and `Options::build_memory_bytes` between them), and installs them all
 //! in one edit with one sequence number: readers and recovery see every
 //! family's records or none (a table's rows and its indexes, say). A
 //! failed build removes what the others built.
 
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crate::core::{Edit, Inner};
@@ -132,7 +133,7 @@ fn load_chunk(
     coding: &mut Option<Coding>,
 ) -> Result<u64> {
     let seq = inner.last_seq.load(Ordering::Acquire) + 1;
-    let built = build_chunk(inner, family, records, seq, coding)?;
+    let built = build_chunk(inner, family, records, seq, coding, 1)?;
     let Some(segment) = built.segment else {
         return Ok(0);
     };
@@ -173,12 +174,15 @@ impl Built {
 /// Sorts `records` (the last of repeated keys wins) and builds them into
 /// one segment of `family` at sequence number `seq`; `coding` is decided
 /// here when it is `None` (and may train a model, returned in `Built`).
+/// `builds` builds run at once, this one included, sharing the threads
+/// and the memory budget.
 fn build_chunk(
     inner: &Inner,
     family: u32,
     mut records: Vec<(Vec<u8>, Vec<u8>)>,
     seq: u64,
     coding: &mut Option<Coding>,
+    builds: usize,
 ) -> Result<Built> {
     let count = records.len() as u64;
     // Stable sort, then keep the last of each run of equal keys.
@@ -197,10 +201,11 @@ fn build_chunk(
     };
     let c = match coding {
         Some(c) => c,
-        None => coding.insert(training::coding_for(inner, family, &source)?),
+        None => coding.insert(training::coding_for(inner, family, &source, builds)?),
     };
     let model = c.model.clone().filter(|_| c.trained);
-    let segment = match inner.build_segment(&source, &inner.options.merge_zip, c.model.as_ref()) {
+    let built = inner.build_segment(&source, &inner.options.merge_zip, c.model.as_ref(), builds);
+    let segment = match built {
         Ok(s) => s,
         Err(e) => {
             if let Some(m) = &model {
@@ -251,23 +256,30 @@ pub(crate) fn load_families(inner: &Inner, mut loads: Vec<(u32, Records)>) -> Re
     loads.sort_by_key(|(_, r)| r.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>());
     let queue = Mutex::new(loads);
     let results: Mutex<Vec<Result<Built>>> = Mutex::new(Vec::new());
+    // After a failure, no family is started: the load fails whole.
+    let failed = AtomicBool::new(false);
     let workers = inner.options.background_threads.clamp(1, ids.len().max(1));
     std::thread::scope(|s| {
         for _ in 0..workers {
             s.spawn(|| loop {
                 let next = crate::core::lock(&queue).pop();
-                let Some((family, records)) = next else {
+                let Some((family, records)) = next.filter(|_| !failed.load(Ordering::Acquire))
+                else {
                     return;
                 };
                 let mut coding = None;
                 let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    build_chunk(inner, family, records, seq, &mut coding)
+                    build_chunk(inner, family, records, seq, &mut coding, workers)
                 }))
                 .unwrap_or_else(|_| {
+                    // What the build left is removed at the next open.
                     Err(Error::Internal(format!(
                         "bulk load: the build of column family id {family} panicked"
                     )))
                 });
+                if built.is_err() {
+                    failed.store(true, Ordering::Release);
+                }
                 crate::core::lock(&results).push(built);
             });
         }

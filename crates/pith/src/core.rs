@@ -361,13 +361,18 @@ impl Inner {
     /// `segment::writer`, `model_file::PAYING_RATIO`), stored plain when
     /// there is one that does not, else with a store of their own as
     /// `zip` says.
+    ///
+    /// `builds` is how many builds run at once with this one (a bulk load
+    /// of several families): each takes its share of the threads and of
+    /// the memory budget.
     pub(crate) fn build_segment(
         &self,
         source: &dyn GroupSource,
         zip: &pith_zip::Options,
         model: Option<&Arc<ModelFile>>,
+        builds: usize,
     ) -> Result<Option<Arc<Segment>>> {
-        let mut zip = self.options.within_build_budget(zip);
+        let mut zip = self.options.within_share_of_budget(zip, builds);
         if model.is_some_and(|m| !m.pays()) {
             zip.codec = pith_zip::CodecChoice::Force(pith_zip::Codec::Plain);
         }
@@ -377,7 +382,7 @@ impl Inner {
         let coding = ValueCoding {
             zip: &zip,
             model: model.map(|m| &m.model),
-            threads: self.options.background_threads,
+            threads: zip.threads,
         };
         let Some(built) = write_segment(
             fs,

@@ -123,9 +123,21 @@ impl Options {
 
     /// `zip` shrunk to fit [`Options::build_memory_bytes`].
     pub(crate) fn within_build_budget(&self, zip: &pith_zip::Options) -> pith_zip::Options {
+        self.within_share_of_budget(zip, 1)
+    }
+
+    /// `zip` for one of `builds` builds running at once: each gets its
+    /// share of [`Options::background_threads`] (at least one) and of
+    /// [`Options::build_memory_bytes`].
+    pub(crate) fn within_share_of_budget(
+        &self,
+        zip: &pith_zip::Options,
+        builds: usize,
+    ) -> pith_zip::Options {
+        let builds = builds.max(1);
         let mut zip = zip.clone();
-        zip.threads = self.background_threads;
-        if let Some(budget) = self.build_memory_bytes {
+        zip.threads = (self.background_threads / builds).max(1);
+        if let Some(budget) = self.build_memory_bytes.map(|b| b / builds) {
             zip.sample_bytes = zip.sample_bytes.min(budget / 4).max(64 << 10);
             zip.global_dict_bytes = zip.global_dict_bytes.min(budget / 32).max(16 << 10);
         }

@@ -3,8 +3,10 @@
 //! Each column family has its own models (an index's keys and a column
 //! group's values are different kinds of data); everything below is per
 //! family. Segments are encoded with the family's current model (see
-//! `model_file`), so flushes and merges never train on the write path's
-//! critical data; a model is trained only when one of these holds, checked
+//! `model_file`; or stored plain while it does not pay, see
+//! `model_file::PAYING_RATIO`), so flushes and merges never train on the
+//! write path's critical data; a model is trained only when one of these
+//! holds, checked
 //! on each flush and once per bulk load, on an evenly strided sample of
 //! the newest values being written (at most `merge_zip.sample_bytes`):
 //!
@@ -14,7 +16,9 @@
 //! * **Drift**: the current model encodes at most 256 KiB of the sample to
 //!   a ratio below [`DRIFT`] (0.8) times the ratio it reached on held-out
 //!   records when it was trained: the data no longer looks like what the
-//!   model was trained on.
+//!   model was trained on. For a current model that does not pay (its
+//!   values stored plain), the other way: the sample now passes the
+//!   compressibility probe (`pith_zip::compressible`), so a model may pay.
 //! * **Outgrown**: the sample is at least [`OUTGROWN`] (4) times the bytes
 //!   the current model was trained on (it came from a small first flush;
 //!   each retrain at least quadruples its material, so there are few).
@@ -33,8 +37,8 @@
 //! trained on 2 bytes, and the next full merge re-encoded every record
 //! with it: 3.8 MB on disk became 12.6 MB.)
 //!
-//! Merges never train: they encode with the current model and copy the
-//! records already encoded with it. With `Options::shared_models` off,
+//! Merges never train: they encode with the current model (or store plain
+//! while it does not pay) and copy the records already encoded with it. With `Options::shared_models` off,
 //! nothing here runs and every store carries its own codec, as before.
 //!
 //! The dictionary is at most a sixteenth of the values the model is
@@ -88,7 +92,16 @@ enum Reason {
 
 /// Decides how to encode the values of `source` (a flush or a bulk-load
 /// chunk), training a new model when a rule above says so.
-pub(crate) fn coding_for(inner: &Inner, family: u32, source: &dyn GroupSource) -> Result<Coding> {
+///
+/// `builds` is how many builds run at once with this one (see
+/// `Inner::build_segment`): training takes its share of the threads and
+/// of the memory budget.
+pub(crate) fn coding_for(
+    inner: &Inner,
+    family: u32,
+    source: &dyn GroupSource,
+    builds: usize,
+) -> Result<Coding> {
     let current = inner.with_state(|st| st.tree(family).and_then(|t| t.model.clone()));
     if !inner.options.shared_models {
         return Ok(Coding {
@@ -97,7 +110,9 @@ pub(crate) fn coding_for(inner: &Inner, family: u32, source: &dyn GroupSource) -
             _index: None,
         });
     }
-    let zip = inner.options.within_build_budget(&inner.options.merge_zip);
+    let zip = inner
+        .options
+        .within_share_of_budget(&inner.options.merge_zip, builds);
     let (sample, data_bytes) = sample_values(source, zip.sample_bytes)?;
     // The drift check builds the model's matcher index; it is kept for
     // the build that follows.
@@ -114,8 +129,16 @@ pub(crate) fn coding_for(inner: &Inner, family: u32, source: &dyn GroupSource) -
         Some(m) => {
             let model = &m.model;
             hold = Some(model.hold_index(&zip));
-            let ratio = model.ratio_on(sample.records(), TRIAL_BYTES, &zip);
-            (ratio < DRIFT * model.ratio()).then_some(Reason::Drift)
+            let drifted = match m.pays() {
+                true => {
+                    let ratio = model.ratio_on(sample.records(), TRIAL_BYTES, &zip);
+                    ratio < DRIFT * model.ratio()
+                }
+                // Stored plain: the data may have become compressible
+                // (the probe a dictionary is decided on).
+                false => pith_zip::compressible(sample.records()),
+            };
+            drifted.then_some(Reason::Drift)
         }
     };
     if reason.is_none() {
@@ -203,7 +226,7 @@ fn train_model(
             .map_err(|e| Error::Internal(format!("training a shared model: {e}")))
     };
     let (mut model, mut bytes) = train(zip)?;
-    if model.ratio() < PAYING_RATIO {
+    if model.ratio() < PAYING_RATIO && model.dict_bytes() > 0 {
         // Values will be stored plain (see `PAYING_RATIO`): the model is
         // kept only so the rules above see one, and a dictionary (a
         // sixteenth of the data, on disk and in memory) would be kept for

@@ -133,4 +133,20 @@ fn a_model_that_does_not_pay_is_kept_but_values_are_stored_plain() {
     for (k, v) in records.iter().step_by(101) {
         assert_eq!(db.get(k).expect("get").as_deref(), Some(&v[..]));
     }
+    // Compacted already: another compaction leaves the segment alone.
+    let number = s.segments[0].number;
+    db.compact().expect("compact again");
+    assert_eq!(db.stats().expect("stats").segments[0].number, number);
+    // Data that compresses after all gets a model that pays.
+    for i in 0..4000 {
+        let v = format!("Package: libfoo{i}\nVersion: 1.{i}.3-1\nMaintainer: Debian Foo Team <foo@lists.debian.org>\nDescription: a library for foo {i}\n");
+        db.put(format!("t{i:06}"), v).expect("put");
+    }
+    db.flush().expect("flush");
+    let s = db.stats().expect("stats");
+    let current: Vec<_> = s.models.iter().filter(|m| m.current).collect();
+    assert_eq!(current.len(), 1);
+    assert!(current[0].trained_ratio > 2.0, "{:?}", current[0]);
+    let newest = s.segments.last().expect("a segment");
+    assert_eq!(newest.codec, "global-shared", "{newest:?}");
 }
