@@ -11,7 +11,10 @@
 //! keys sort right as bytes; rows carry no column names ([`rowcode`]).
 //! Every row write changes the row and all its index entries in one atomic
 //! batch; unique constraints hold under concurrent writers (a write lock
-//! per table); reads are at a snapshot.
+//! per table); reads are at a snapshot. An empty table loads in bulk, all
+//! its families at once ([`Table::load`]); an index added to a table with
+//! rows is built in the background ([`Tables::alter`],
+//! [`Tables::wait_for_builds`]).
 //!
 //! ```
 //! use std::sync::Arc;
