@@ -125,7 +125,7 @@ impl Table {
         let span = self.span(&walk, &q.index, &q.condition)?;
         let s = &self.schema;
         let in_entry = |c: &usize| walk.columns.contains(c) || s.primary_key.contains(c);
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(q.limit.unwrap_or(0).min(1024));
         if q.columns.iter().all(in_entry) {
             let plan = EntryPlan::new(&walk, &s.primary_key, &q.columns);
             self.each_entry(
@@ -467,6 +467,10 @@ struct EntryPlan {
     from_index: Vec<Vec<usize>>,
     from_pk: Vec<Vec<usize>>,
     width: usize,
+    /// The values decoded, in entry order, are the columns asked for, in
+    /// order, each once (as for the primary key of an index entry): they
+    /// are pushed as they come.
+    in_order: bool,
 }
 
 impl EntryPlan {
@@ -486,10 +490,21 @@ impl EntryPlan {
             let wanted = v.iter().rposition(|t| !t.is_empty()).map_or(0, |i| i + 1);
             v.truncate(wanted);
         }
+        let order: Vec<&Vec<usize>> = from_index.iter().chain(&from_pk).collect();
+        let mut next = 0;
+        let in_order = order.iter().all(|to| match to.as_slice() {
+            [] => true,
+            [at] if *at == next => {
+                next += 1;
+                true
+            }
+            _ => false,
+        }) && next == columns.len();
         EntryPlan {
             from_index,
             from_pk,
             width: columns.len(),
+            in_order,
         }
     }
 
@@ -502,7 +517,10 @@ impl EntryPlan {
         key: &[u8],
         pk: &[u8],
     ) -> Result<Vec<Value>> {
-        let mut out = vec![Value::Null; self.width];
+        let mut out = match self.in_order {
+            true => Vec::with_capacity(self.width),
+            false => vec![Value::Null; self.width],
+        };
         let parts = [
             (&self.from_index, walk.types, key, true),
             (&self.from_pk, t.pk_types(), pk, false),
@@ -519,6 +537,10 @@ impl EntryPlan {
                     continue;
                 };
                 let v = keycode::decode(&mut rest, ty).ok_or_else(bad)?;
+                if self.in_order {
+                    out.push(v);
+                    continue;
+                }
                 for &at in others {
                     out[at] = v.clone();
                 }
