@@ -272,8 +272,8 @@ impl Table {
     }
 
     /// Calls `visit` with each entry (index key, primary key) in `span`,
-    /// in index order (backward when `reverse`), at most `limit`. A range
-    /// is walked with one iterator whose keys are lent, not copied.
+    /// in index order (backward when `reverse`), at most `limit`. A range's
+    /// entries are lent by the engine's walk, not copied.
     #[allow(clippy::too_many_arguments)]
     fn each_entry(
         &self,
@@ -296,71 +296,44 @@ impl Table {
                     visit(&key, self.pk_of(walk, index, &key, &v)?)?;
                 }
             }
-            Span::Range { from, to, pk_at } if !walk.pk_in_value => {
-                // The keys hold everything: walked without values, straight
-                // from the trie when the family is settled.
+            Span::Range { from, to, pk_at } => {
                 let (mut n, mut failed) = (0, None);
-                self.db.for_each_key_cf_at(
-                    walk.family,
-                    snap,
-                    from.as_deref(),
-                    to.as_deref(),
-                    reverse,
-                    &mut |key| {
-                        let pk = match pk_at {
-                            // Past the values every key here starts with.
-                            Some(at) if !walk.pk_is_key => Ok(key.get(at..).unwrap_or_default()),
-                            _ => self.pk_of(walk, index, key, &[]),
-                        };
-                        if let Err(e) = pk.and_then(|pk| visit(key, pk)) {
-                            failed = Some(e);
-                            return false;
+                let mut each = |key: &[u8], value: &[u8]| {
+                    let pk = match pk_at {
+                        // Past the values every key here starts with.
+                        Some(at) if !walk.pk_is_key && !walk.pk_in_value => {
+                            Ok(key.get(at..).unwrap_or_default())
                         }
-                        n += 1;
-                        n < limit
-                    },
-                )?;
+                        _ => self.pk_of(walk, index, key, value),
+                    };
+                    if let Err(e) = pk.and_then(|pk| visit(key, pk)) {
+                        failed = Some(e);
+                        return false;
+                    }
+                    n += 1;
+                    n < limit
+                };
+                let (from, to) = (from.as_deref(), to.as_deref());
+                match walk.pk_in_value {
+                    // A unique index: the value is the primary key.
+                    true => {
+                        self.db
+                            .for_each_cf_at(walk.family, snap, from, to, reverse, &mut each)?
+                    }
+                    // The keys hold everything: walked without values,
+                    // straight from the trie when the family is settled.
+                    false => self.db.for_each_key_cf_at(
+                        walk.family,
+                        snap,
+                        from,
+                        to,
+                        reverse,
+                        &mut |key| each(key, &[]),
+                    )?,
+                }
                 if let Some(e) = failed {
                     return Err(e);
                 }
-            }
-            Span::Range { from, to, .. } => {
-                let mut it = self.db.iter_cf_at(walk.family, snap)?;
-                match (reverse, &from, &to) {
-                    (false, Some(f), _) => it.seek(f),
-                    (false, None, _) => it.seek_to_first(),
-                    (true, _, Some(t)) => {
-                        it.seek_for_prev(t);
-                        if it.key() == Some(t.as_slice()) {
-                            it.prev(); // the end is excluded
-                        }
-                    }
-                    (true, _, None) => it.seek_to_last(),
-                }
-                let mut n = 0;
-                while let Some(key) = it.key() {
-                    let inside = match reverse {
-                        false => to.as_deref().is_none_or(|t| key < t),
-                        true => from.as_deref().is_none_or(|f| key >= f),
-                    };
-                    if !inside {
-                        break;
-                    }
-                    // A unique index: the value is the primary key.
-                    let Some(pk) = it.value() else {
-                        break; // an error, in status() below
-                    };
-                    visit(key, pk)?;
-                    n += 1;
-                    if n >= limit {
-                        break;
-                    }
-                    match reverse {
-                        false => it.next(),
-                        true => it.prev(),
-                    }
-                }
-                it.status()?;
             }
             Span::Regex(whole, exact) => {
                 // Backward: every match is walked (forward), then visited

@@ -709,6 +709,25 @@ fn range_counts_agree_with_scans_settled_or_not() {
                     );
                 }
             }
+            // Keys with their values, forward and backward, likewise.
+            let pairs: Vec<(Vec<u8>, Vec<u8>)> = db
+                .range_cf_at(&f, at, from, to)
+                .expect("scan")
+                .collect::<Result<_, _>>()
+                .expect("pairs");
+            for reverse in [false, true] {
+                let mut visited = Vec::new();
+                db.for_each_cf_at(&f, at, from, to, reverse, &mut |k, v| {
+                    visited.push((k.to_vec(), v.to_vec()));
+                    true
+                })
+                .expect("visit values");
+                let mut want = pairs.clone();
+                if reverse {
+                    want.reverse();
+                }
+                assert_eq!(visited, want, "{from:?}..{to:?} values, reverse {reverse}");
+            }
             // Values read into one buffer are the scan's values.
             let pairs: Vec<(Vec<u8>, Vec<u8>)> = db
                 .range_cf_at(&f, at, from, to)
