@@ -42,6 +42,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PITH = os.path.join(ROOT, "target", "release", "pith")
 
 
 def free_port():
@@ -250,7 +251,7 @@ def start(name, work, port, limited=None):
         cmd = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", work,
                "--save", "", "--appendonly", "yes", "--appendfsync", "everysec"]
     else:
-        cmd = [os.path.join(ROOT, "target", "release", "pith"), "serve", "--db",
+        cmd = [PITH, "serve", "--db",
                os.path.join(work, "pith"), "--port", str(port), "--appendfsync", "everysec"]
         if limited:
             # Recent writes and builds within an eighth of the limit each,
@@ -356,12 +357,18 @@ def main():
     ap.add_argument("--data", help="JSON Lines records to measure memory on")
     ap.add_argument("--copies", type=int, default=1)
     ap.add_argument("--memory-limit", help="memory cgroup limit for each server, e.g. 64M")
+    ap.add_argument("--pith", help="the pith binary to run (default: build target/release/pith); "
+                    "for comparing two builds")
     a = ap.parse_args()
     for tool in ["redis-server", "redis-benchmark", "redis-cli"]:
         if not shutil.which(tool):
             sys.exit(f"{tool} not found (Debian: apt-get install redis-server)")
-    pith = os.path.join(ROOT, "target", "release", "pith")
-    subprocess.run(["cargo", "build", "--release", "-q", "-p", "pith-cli"], cwd=ROOT, check=True)
+    global PITH
+    if a.pith:
+        PITH = os.path.abspath(a.pith)
+    else:
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "pith-cli"], cwd=ROOT, check=True)
+    pith = PITH
     if a.data:
         data_run(a)
         return

@@ -132,6 +132,7 @@ type Listener = (tokio::net::TcpListener, Option<tokio_rustls::TlsAcceptor>);
 /// returns once it listens.
 pub fn start(dir: &Path, config: Config) -> Result<Running, ServerError> {
     let tls = check(&config)?;
+    memory::fix_mmap_threshold();
     memory::limit_arenas(config.malloc_arenas);
     let db = pith::DB::open(dir, config.engine_options())?;
     let store = store::Store::new(db, config.appendfsync.write_options());

@@ -1,60 +1,26 @@
 //! The memtable: recent writes, in memory, ordered for reading.
 //!
-//! A lock-free skip list (`crossbeam-skiplist`) of *versions*: (user key,
-//! tag) -> (deadline, value), where the tag is `seq << 8 | kind` and the
-//! deadline is `NO_DEADLINE` unless the put expires. Versions of one key
-//! sort newest first. Entries are only ever added, never changed, so
-//! readers need no lock and see a consistent state by ignoring versions
-//! newer than their snapshot sequence number; the engine publishes a
-//! batch's sequence numbers only after all of its versions are inserted.
+//! A skip list of *versions* ([`skiplist`], its nodes in an [`arena`] freed
+//! whole when the memtable drops): (user key, tag) -> (deadline, value),
+//! where the tag is `seq << 8 | kind` and the deadline is `NO_DEADLINE`
+//! unless the put expires. Versions of one key sort newest first. Entries
+//! are only ever added, never changed, so readers need no lock and see a
+//! consistent state by ignoring versions newer than their snapshot
+//! sequence number; the engine publishes a batch's sequence numbers only
+//! after all of its versions are inserted.
 //!
 //! Thread safety: any number of readers with one writer at a time (the
-//! group-commit leader).
+//! group-commit leader; the skip list serializes writers regardless).
 
-use std::cmp::Ordering;
-use std::ops::Bound;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
+mod arena;
+mod skiplist;
 
-use crossbeam_skiplist::SkipMap;
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
 use crate::dbformat::{expired, max_tag, tag, tag_kind, Kind};
 
-/// Per-version bookkeeping added to the byte estimate (skip-list node,
-/// allocation headers, the deadline).
-const OVERHEAD: usize = 72;
-
-/// A version's key in the skip list: user key ascending, tag descending.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct VersionKey {
-    pub key: Vec<u8>,
-    pub tag: u64,
-}
-
-impl Ord for VersionKey {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.key
-            .cmp(&other.key)
-            .then_with(|| other.tag.cmp(&self.tag))
-    }
-}
-
-impl PartialOrd for VersionKey {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-/// What a version holds besides its key and tag.
-#[derive(Debug)]
-pub(crate) struct MemValue {
-    /// When the put expires (`NO_DEADLINE`: never, and for deletes).
-    pub deadline: u64,
-    /// The value (empty for a delete).
-    pub bytes: Vec<u8>,
-}
-
-/// One version in the memtable, borrowed (a reference-counted node).
-pub(crate) type MemEntry<'a> = crossbeam_skiplist::map::Entry<'a, VersionKey, MemValue>;
+pub(crate) use skiplist::Entry as MemEntry;
+use skiplist::SkipList;
 
 /// A version found by a read: key, tag, deadline, value (empty for a
 /// delete).
@@ -77,8 +43,7 @@ pub(crate) struct Version {
 
 /// One memtable and the logs that make it durable.
 pub(crate) struct Memtable {
-    map: SkipMap<VersionKey, MemValue>,
-    bytes: AtomicUsize,
+    list: SkipList,
     max_seq: AtomicU64,
     /// File numbers of the write-ahead logs holding these writes,
     /// ascending: one for a live memtable, all the replayed ones for the
@@ -95,8 +60,7 @@ impl Memtable {
     /// An empty memtable backed by `logs` (ascending).
     pub(crate) fn with_logs(logs: Vec<u64>) -> Self {
         Memtable {
-            map: SkipMap::new(),
-            bytes: AtomicUsize::new(0),
+            list: SkipList::new(),
             max_seq: AtomicU64::new(0),
             logs,
         }
@@ -110,33 +74,22 @@ impl Memtable {
     /// Adds a version expiring at `deadline` (`NO_DEADLINE` for never).
     /// Called by one writer at a time.
     pub(crate) fn insert(&self, key: &[u8], seq: u64, kind: Kind, value: &[u8], deadline: u64) {
-        self.bytes
-            .fetch_add(key.len() + value.len() + OVERHEAD, AtomicOrdering::Relaxed);
+        self.list.insert(key, tag(seq, kind), deadline, value);
         self.max_seq.fetch_max(seq, AtomicOrdering::Relaxed);
-        self.map.insert(
-            VersionKey {
-                key: key.to_vec(),
-                tag: tag(seq, kind),
-            },
-            MemValue {
-                deadline,
-                bytes: value.to_vec(),
-            },
-        );
     }
 
-    /// Approximate memory held.
+    /// Memory held by the versions (nodes with their keys and values).
     pub(crate) fn approximate_bytes(&self) -> usize {
-        self.bytes.load(AtomicOrdering::Relaxed)
+        self.list.bytes()
     }
 
     /// Versions held (puts and deletes).
     pub(crate) fn entries(&self) -> usize {
-        self.map.len()
+        self.list.len()
     }
 
     pub(crate) fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.list.len() == 0
     }
 
     /// Highest sequence number inserted (0 when empty).
@@ -147,90 +100,80 @@ impl Memtable {
     /// The newest version of `key` visible at `snap`; its value is copied
     /// only when `with_value` and it is a put not expired at `now`.
     pub(crate) fn get(&self, key: &[u8], snap: u64, now: u64, with_value: bool) -> Option<Version> {
-        if self.map.is_empty() {
-            return None;
-        }
-        let probe = VersionKey {
-            key: key.to_vec(),
-            tag: max_tag(snap),
-        };
-        let e = self.map.range(probe..).next()?;
-        if e.key().key != key {
-            return None;
-        }
-        let (tag, v) = (e.key().tag, e.value());
-        let live = with_value && tag_kind(tag) == Kind::Put && !expired(v.deadline, now);
+        let e = self.visible(key, snap)?;
+        let live = with_value && tag_kind(e.tag()) == Kind::Put && !expired(e.deadline(), now);
         Some(Version {
-            tag,
-            deadline: v.deadline,
-            value: if live { v.bytes.clone() } else { Vec::new() },
+            tag: e.tag(),
+            deadline: e.deadline(),
+            value: if live { e.value().to_vec() } else { Vec::new() },
         })
     }
 
-    /// The newest version of `key` visible at `snap`, as a [`Found`].
-    fn visible_version(&self, key: Vec<u8>, snap: u64) -> Option<Found> {
-        let probe = VersionKey {
-            key,
-            tag: max_tag(snap),
-        };
-        let e = self.map.range(&probe..).next()?;
-        (e.key().key == probe.key).then(|| Found {
-            key: probe.key,
-            tag: e.key().tag,
-            deadline: e.value().deadline,
-            value: e.value().bytes.clone(),
-        })
+    /// The newest version of `key` visible at `snap`.
+    fn visible(&self, key: &[u8], snap: u64) -> Option<MemEntry<'_>> {
+        self.list
+            .seek_ge(key, max_tag(snap))
+            .filter(|e| e.key() == key)
+    }
+
+    /// `e`, copied out.
+    fn found(e: MemEntry<'_>) -> Found {
+        Found {
+            key: e.key().to_vec(),
+            tag: e.tag(),
+            deadline: e.deadline(),
+            value: e.value().to_vec(),
+        }
     }
 
     /// The visible version of the first key in `(start, ..)` (or `[start, ..)`
     /// when `inclusive`) that has one at `snap`.
     pub(crate) fn next_visible(&self, start: &[u8], inclusive: bool, snap: u64) -> Option<Found> {
-        let mut lower = if inclusive {
-            Bound::Included(VersionKey {
-                key: start.to_vec(),
-                tag: u64::MAX,
-            })
+        let mut e = if inclusive {
+            self.list.seek_ge(start, u64::MAX)?
         } else {
-            Bound::Excluded(VersionKey {
-                key: start.to_vec(),
-                tag: 0,
-            })
+            self.after_key(start)?
         };
         loop {
-            let first = self.map.range((lower, Bound::Unbounded)).next()?;
-            let key = first.key().key.clone();
-            if let Some(found) = self.visible_version(key.clone(), snap) {
-                return Some(found);
+            if let Some(v) = self.visible(e.key(), snap) {
+                return Some(Self::found(v));
             }
-            // Every version of `key` is newer than the snapshot.
-            lower = Bound::Excluded(VersionKey { key, tag: 0 });
+            // Every version of this key is newer than the snapshot.
+            e = self.after_key(e.key())?;
+        }
+    }
+
+    /// The first version of the first key after `key`.
+    fn after_key(&self, key: &[u8]) -> Option<MemEntry<'_>> {
+        // Tag 0 is the oldest a version of `key` can have: only a version
+        // of `key` with tag 0 can be at or after it and still be `key`'s.
+        let e = self.list.seek_ge(key, 0)?;
+        if e.key() == key {
+            e.next()
+        } else {
+            Some(e)
         }
     }
 
     /// The visible version of the last key before `end` (any key when
     /// `end` is `None`) that has one at `snap`.
     pub(crate) fn prev_visible(&self, end: Option<&[u8]>, snap: u64) -> Option<Found> {
-        let mut upper = match end {
-            Some(k) => Bound::Excluded(VersionKey {
-                key: k.to_vec(),
-                tag: u64::MAX,
-            }),
-            None => Bound::Unbounded,
+        let mut e = match end {
+            Some(k) => self.list.seek_lt(k, u64::MAX)?,
+            None => self.list.last()?,
         };
         loop {
-            let last = self.map.range((Bound::Unbounded, upper)).next_back()?;
-            let key = last.key().key.clone();
-            if let Some(found) = self.visible_version(key.clone(), snap) {
-                return Some(found);
+            if let Some(v) = self.visible(e.key(), snap) {
+                return Some(Self::found(v));
             }
-            upper = Bound::Excluded(VersionKey { key, tag: u64::MAX });
+            e = self.list.seek_lt(e.key(), u64::MAX)?;
         }
     }
 
     /// Every version, in key order and newest first within a key. The
-    /// entries refer to the memtable's own nodes: nothing is copied.
+    /// entries borrow the memtable's own nodes: nothing is copied.
     pub(crate) fn versions(&self) -> impl Iterator<Item = MemEntry<'_>> + '_ {
-        self.map.iter()
+        self.list.iter()
     }
 }
 
@@ -268,10 +211,7 @@ mod tests {
             m.prev_visible(Some(b"b"), 4).map(|f| f.key),
             Some(b"a".to_vec())
         );
-        let v: Vec<(Vec<u8>, u64)> = m
-            .versions()
-            .map(|e| (e.key().key.clone(), e.key().tag))
-            .collect();
+        let v: Vec<(Vec<u8>, u64)> = m.versions().map(|e| (e.key().to_vec(), e.tag())).collect();
         assert_eq!(v.len(), 4);
         assert_eq!((v[0].0.as_slice(), tag_seq(v[0].1)), (&b"a"[..], 3));
         assert_eq!((v[1].0.as_slice(), tag_seq(v[1].1)), (&b"a"[..], 1));

@@ -87,18 +87,18 @@ impl<'a> MemSource<'a> {
         };
         for e in mem.versions() {
             let v = (
-                e.key().tag,
+                e.tag(),
                 ValueRef {
                     src: 0,
                     index: entries.len() as u64,
-                    deadline: e.value().deadline,
+                    deadline: e.deadline(),
                 },
             );
             match pending.as_mut() {
-                Some(g) if g.key == e.key().key => g.versions.push(v),
+                Some(g) if g.key == e.key() => g.versions.push(v),
                 _ => {
                     let next = Group {
-                        key: e.key().key.clone(),
+                        key: e.key().to_vec(),
                         versions: vec![v],
                     };
                     finish(pending.replace(next), &mut groups);
@@ -124,7 +124,7 @@ impl GroupSource for MemSource<'_> {
     fn value(&self, v: &ValueRef, out: &mut Vec<u8>) -> Result<()> {
         out.clear();
         if let Some(e) = self.entries.get(v.index as usize) {
-            out.extend_from_slice(&e.value().bytes);
+            out.extend_from_slice(e.value());
         }
         Ok(())
     }

@@ -143,6 +143,30 @@ impl FileBytes {
     pub(crate) fn mapped(map: memmap2::Mmap) -> Self {
         FileBytes(Bytes::Mapped(map))
     }
+
+    /// Takes the whole pages inside `range` out of this process's resident
+    /// memory, for bytes the caller has copied and will read from the copy:
+    /// otherwise they count twice (the copy, and the file's pages the copy
+    /// was read through). The bytes stay readable and unchanged: a page
+    /// touched again is mapped back from the file. Heap bytes, and systems
+    /// that refuse the advice, are left as they are.
+    pub(crate) fn forget(&self, range: std::ops::Range<usize>) {
+        // Rounded inward to 4 KiB pages (the kernel rounds the start down
+        // on larger pages; a page still in use then faults back in).
+        const PAGE: usize = 4096;
+        let (start, end) = (range.start.next_multiple_of(PAGE), range.end / PAGE * PAGE);
+        if let (Bytes::Mapped(map), true) = (&self.0, start < end && end <= self.len()) {
+            // SAFETY: the mapping is a shared, read-only mapping of a file
+            // nobody writes while it is open (segment files are immutable),
+            // so `MADV_DONTNEED` only drops page-table entries: a later read
+            // of these bytes faults the same file contents back in, and no
+            // reference into the range sees a change.
+            // Advice only: a failure changes memory use, never results.
+            let _ = unsafe {
+                map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
+            };
+        }
+    }
 }
 
 impl Deref for FileBytes {

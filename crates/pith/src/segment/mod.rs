@@ -239,6 +239,9 @@ impl Segment {
                 std::slice::from_raw_parts(resident.as_ptr().cast::<u8>(), resident.len() * 8)
             };
             for (&at, &i) in starts.iter().zip(&LOOKUP_SECTIONS) {
+                let s = header.sections[i];
+                // Reads go to the copy from here on.
+                map.forget(s.offset as usize..(s.offset + s.len) as usize);
                 sections[i] = &copy[at..at + sections[i].len()];
             }
         }
