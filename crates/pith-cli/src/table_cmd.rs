@@ -43,6 +43,33 @@ inserted one by one, each checked; a bad line stops the load there.")]
         /// Input file.
         file: PathBuf,
     },
+    /// Changes a table's schema to the one in a file (`pith table schema` prints the current one).
+    #[command(after_help = "\
+Changes that need no rewrite of the rows: new nullable columns (at the end, in an existing \
+or a new column group), new indexes and dropped ones. Anything else (renaming, retyping or \
+removing a column, changing the primary key, moving a column between groups, redefining an \
+index under its old name) is refused, saying why, and nothing changes. New indexes are \
+built from the rows in the background; this command waits for the build and reports it \
+(interrupted, the build resumes the next time the database is opened for writing).")]
+    Alter {
+        #[command(flatten)]
+        db: DbArg,
+        /// The new schema (its `name` says which table).
+        #[arg(long)]
+        schema: PathBuf,
+    },
+    /// Prints a table's schema as JSON (what `create` and `alter` read).
+    Schema {
+        #[command(flatten)]
+        db: DbArg,
+        /// The table.
+        table: String,
+    },
+    /// Lists the tables.
+    List {
+        #[command(flatten)]
+        db: DbArg,
+    },
     /// Prints the row with this primary key (one value per key column).
     Get {
         #[command(flatten)]
@@ -129,6 +156,9 @@ pub fn run(cmd: &TableCommand) -> Result<(), CliError> {
     match cmd {
         TableCommand::Create { db, schema } => create(&db.db, schema),
         TableCommand::Load { db, table, file } => load(&db.db, table, file),
+        TableCommand::Alter { db, schema } => alter(&db.db, schema),
+        TableCommand::Schema { db, table } => print_schema(&db.db, table),
+        TableCommand::List { db } => list(&db.db),
         TableCommand::Get {
             db,
             table,
@@ -141,12 +171,17 @@ pub fn run(cmd: &TableCommand) -> Result<(), CliError> {
     }
 }
 
-fn create(dir: &std::path::Path, schema: &std::path::Path) -> Result<(), CliError> {
-    let text = std::fs::read_to_string(schema).map_err(|source| CliError::Io {
-        path: schema.to_path_buf(),
+/// Reads a schema file.
+fn read_schema(path: &std::path::Path) -> Result<Schema, CliError> {
+    let text = std::fs::read_to_string(path).map_err(|source| CliError::Io {
+        path: path.to_path_buf(),
         source,
     })?;
-    let schema = Schema::from_json(&text)?;
+    Ok(Schema::from_json(&text)?)
+}
+
+fn create(dir: &std::path::Path, schema: &std::path::Path) -> Result<(), CliError> {
+    let schema = read_schema(schema)?;
     let tables = Tables::open(Arc::new(open(dir, true)?))?;
     let t = tables.create(&schema)?;
     println!(
@@ -156,6 +191,99 @@ fn create(dir: &std::path::Path, schema: &std::path::Path) -> Result<(), CliErro
         t.schema().groups.len(),
         schema.indexes.len()
     );
+    Ok(())
+}
+
+fn alter(dir: &std::path::Path, path: &std::path::Path) -> Result<(), CliError> {
+    let next = read_schema(path)?;
+    let tables = Tables::open(Arc::new(open(dir, false)?))?;
+    let before = tables.schema(&next.name)?;
+    let t = tables.alter(&next)?;
+    let changes = schema_changes(&before, t.schema());
+    if changes.is_empty() {
+        println!("table {}: the schema is unchanged", next.name);
+        return Ok(());
+    }
+    println!("table {}: {}", next.name, changes.join("; "));
+    let building = |b: &pith_table::BuildStatus| {
+        b.table == next.name && b.state == pith_table::BuildState::Running
+    };
+    if tables.builds().iter().any(building) {
+        let started = Instant::now();
+        let bar = progress("{spinner} {elapsed} {msg}");
+        while let Some(b) = tables.builds().into_iter().find(building) {
+            bar.set_message(format!(
+                "building {}: {} rows",
+                b.indexes.join(", "),
+                thousands(b.rows)
+            ));
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        bar.finish_and_clear();
+        tables.wait_for_builds(&next.name)?;
+        let status = tables.builds().into_iter().find(|b| b.table == next.name);
+        for (index, why) in status.iter().flat_map(|b| &b.failed) {
+            println!("index {index} could not be built and was dropped: {why}");
+        }
+        let rows = status.map_or(0, |b| b.rows);
+        println!(
+            "built in {:.1} s ({} rows walked)",
+            started.elapsed().as_secs_f64(),
+            thousands(rows)
+        );
+    }
+    Ok(())
+}
+
+/// What `after` adds to or drops from `before`, one phrase each.
+fn schema_changes(before: &Schema, after: &Schema) -> Vec<String> {
+    let mut out = Vec::new();
+    for c in &after.columns[before.columns.len().min(after.columns.len())..] {
+        out.push(format!("column {} ({}) added", c.name, c.ty.name()));
+    }
+    for g in after
+        .groups
+        .iter()
+        .filter(|g| !before.groups.iter().any(|b| b.name == g.name))
+    {
+        out.push(format!("column group {} added", g.name));
+    }
+    for i in after
+        .indexes
+        .iter()
+        .filter(|i| before.index(&i.name).is_none())
+    {
+        out.push(format!("index {} added", i.name));
+    }
+    for i in before
+        .indexes
+        .iter()
+        .filter(|i| after.index(&i.name).is_none())
+    {
+        out.push(format!("index {} dropped", i.name));
+    }
+    out
+}
+
+fn print_schema(dir: &std::path::Path, name: &str) -> Result<(), CliError> {
+    let tables = Tables::open(Arc::new(open_read_only(dir)?))?;
+    let schema = tables.schema(name)?;
+    let text = serde_json::to_string_pretty(&schema.to_json())
+        .map_err(|e| CliError::Usage(format!("printing the schema of {name}: {e}")))?;
+    println!("{text}");
+    Ok(())
+}
+
+fn list(dir: &std::path::Path) -> Result<(), CliError> {
+    let tables = match Tables::open(Arc::new(open_read_only(dir)?)) {
+        Ok(t) => t,
+        // A database no table was ever created in.
+        Err(pith_table::Error::NoSuchTable { .. }) => return Ok(()),
+        Err(e) => return Err(e.into()),
+    };
+    for name in tables.list()? {
+        println!("{name}");
+    }
     Ok(())
 }
 

@@ -181,6 +181,109 @@ fn a_bad_row_is_named_by_file_line_and_column_and_nothing_is_loaded() {
     assert_eq!(count.trim(), "0");
 }
 
+#[test]
+fn a_schema_change_adds_and_drops_indexes_and_refuses_a_rewrite() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let db = s(&tmp.path().join("db"));
+    let none = pith(&["table", "list", "--db", &db]);
+    assert!(String::from_utf8_lossy(&none.stderr).contains("no database"));
+    let schema = s(&repo("data/debian-packages.schema.json"));
+    ok(&pith(&[
+        "table", "create", "--db", &db, "--schema", &schema,
+    ]));
+    let rows = s(&repo("data/debian-packages-rows.jsonl.zst"));
+    ok(&pith(&["table", "load", "--db", &db, "packages", &rows]));
+    assert_eq!(ok(&pith(&["table", "list", "--db", &db])), "packages\n");
+
+    // The printed schema reads back, and altering to it changes nothing.
+    let printed = ok(&pith(&["table", "schema", "--db", &db, "packages"]));
+    let mut json: serde_json::Value = serde_json::from_str(&printed).expect("schema JSON");
+    let same = tmp.path().join("same.json");
+    std::fs::write(&same, &printed).expect("write");
+    let out = ok(&pith(&[
+        "table",
+        "alter",
+        "--db",
+        &db,
+        "--schema",
+        &s(&same),
+    ]));
+    assert!(out.contains("unchanged"), "{out}");
+
+    // An index on an existing column and a new nullable column; one index dropped.
+    let indexes = json["indexes"].as_array_mut().expect("indexes");
+    indexes.retain(|i| i["name"] != "by_homepage");
+    indexes.push(serde_json::json!({"name": "by_arch", "columns": ["architecture", "package"]}));
+    json["columns"]
+        .as_array_mut()
+        .expect("columns")
+        .push(serde_json::json!({"name": "rating", "type": "u8", "nullable": true}));
+    let next = tmp.path().join("next.json");
+    std::fs::write(&next, json.to_string()).expect("write");
+    let out = ok(&pith(&[
+        "table",
+        "alter",
+        "--db",
+        &db,
+        "--schema",
+        &s(&next),
+    ]));
+    for phrase in [
+        "column rating (u8) added",
+        "index by_arch added",
+        "index by_homepage dropped",
+        "15,860 rows walked",
+    ] {
+        assert!(out.contains(phrase), "{phrase}: {out}");
+    }
+    let got = ok(&pith(&[
+        "table",
+        "query",
+        "--db",
+        &db,
+        "packages",
+        "--index",
+        "by_arch",
+        "--eq",
+        "all",
+        "2to3",
+        "--columns",
+        "package,architecture,rating",
+    ]));
+    assert_eq!(
+        got,
+        "{\"package\":\"2to3\",\"architecture\":\"all\",\"rating\":null}\n"
+    );
+    let gone = pith(&[
+        "table",
+        "query",
+        "--db",
+        &db,
+        "packages",
+        "--index",
+        "by_homepage",
+        "--eq",
+        "x",
+    ]);
+    assert!(!gone.status.success());
+    let verified = ok(&pith(&["table", "verify", "--db", &db, "packages"]));
+    assert!(verified.starts_with("ok: 15,860 rows"), "{verified}");
+
+    // A change that would rewrite rows is refused, saying why; nothing changes.
+    json["columns"].as_array_mut().expect("columns").pop();
+    json["primary_key"] = serde_json::json!(["package", "version"]);
+    std::fs::write(&next, json.to_string()).expect("write");
+    let refused = pith(&["table", "alter", "--db", &db, "--schema", &s(&next)]);
+    assert!(!refused.status.success());
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        err.contains("packages") && err.contains("columns must stay"),
+        "{err}"
+    );
+    let now = ok(&pith(&["table", "schema", "--db", &db, "packages"]));
+    assert!(now.contains("rating") && now.contains("by_arch"), "{now}");
+}
+
 /// The converter reproduces the bundled rows from the bundled records.
 #[test]
 fn the_converter_script_makes_the_bundled_rows() {
