@@ -7,8 +7,9 @@
 //! is its build's buffers. glibc's malloc keeps freed memory for reuse, so
 //! the server fixes where large blocks come from ([`fix_mmap_threshold`])
 //! and, after each flush or merge, asks glibc to return free pages
-//! (`malloc_trim`, which releases whole free pages inside every arena but
-//! not an arena's top). Elsewhere this does nothing.
+//! (`malloc_trim`, which releases whole free pages inside every arena,
+//! and the main arena's top, but not the top of a thread's arena).
+//! Elsewhere this does nothing.
 //!
 //! Measured after loading the 52 MB of debian-packages and a flush (RSS):
 //! 23.1 MB with glibc's moving threshold, 15.8 MB with it fixed, 15.0 MB
@@ -24,6 +25,7 @@
 //! arena; with the default the cgroup killed the server).
 
 /// Allocations at least this large get a mapping of their own.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
 const MMAP_THRESHOLD: libc::c_int = 128 << 10;
 
 /// Gives every allocation of [`MMAP_THRESHOLD`] or more a mapping of its
@@ -31,7 +33,7 @@ const MMAP_THRESHOLD: libc::c_int = 128 << 10;
 /// raises the threshold each time such a block is freed, up to 32 MiB, so
 /// after the first flush a build's large buffers (values, encoded output,
 /// trie levels) come from the arenas, and their pages stay resident after
-/// they are freed: `malloc_trim` does not release an arena's top. Measured
+/// they are freed: `malloc_trim` does not release a thread arena's top. Measured
 /// after loading debian-packages and a flush: RSS 23.1 MB with the moving
 /// threshold, 15.8 MB with it fixed.
 pub fn fix_mmap_threshold() {

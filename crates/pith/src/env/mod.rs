@@ -140,6 +140,9 @@ impl FileBytes {
         FileBytes(Bytes::Heap(bytes.into()))
     }
 
+    /// A file's mapping. It must be a shared, read-only mapping
+    /// (`Mmap::map`) of a file nobody changes while it is open:
+    /// [`FileBytes::forget`] relies on that.
     pub(crate) fn mapped(map: memmap2::Mmap) -> Self {
         FileBytes(Bytes::Mapped(map))
     }
@@ -148,24 +151,35 @@ impl FileBytes {
     /// memory, for bytes the caller has copied and will read from the copy:
     /// otherwise they count twice (the copy, and the file's pages the copy
     /// was read through). The bytes stay readable and unchanged: a page
-    /// touched again is mapped back from the file. Heap bytes, and systems
-    /// that refuse the advice, are left as they are.
+    /// touched again (by `verify`'s checksums, say) is mapped back from the
+    /// file. Heap bytes, systems without `madvise`, and ones that refuse
+    /// the advice are left as they are.
     pub(crate) fn forget(&self, range: std::ops::Range<usize>) {
-        // Rounded inward to 4 KiB pages (the kernel rounds the start down
-        // on larger pages; a page still in use then faults back in).
-        const PAGE: usize = 4096;
+        // Rounded inward to whole pages: 4 KiB on x86-64, where base pages
+        // are that size; elsewhere 64 KiB, a multiple of every base page
+        // size in use, since memmap2 rounds a start down to its page and
+        // a live byte there would only have to be read back.
+        const PAGE: usize = if cfg!(target_arch = "x86_64") {
+            4 << 10
+        } else {
+            64 << 10
+        };
         let (start, end) = (range.start.next_multiple_of(PAGE), range.end / PAGE * PAGE);
+        #[cfg(unix)]
         if let (Bytes::Mapped(map), true) = (&self.0, start < end && end <= self.len()) {
-            // SAFETY: the mapping is a shared, read-only mapping of a file
-            // nobody writes while it is open (segment files are immutable),
-            // so `MADV_DONTNEED` only drops page-table entries: a later read
-            // of these bytes faults the same file contents back in, and no
-            // reference into the range sees a change.
-            // Advice only: a failure changes memory use, never results.
+            // SAFETY: `FileBytes::mapped` takes only shared, read-only
+            // mappings of files nobody writes while they are open (segment
+            // files are immutable), so `MADV_DONTNEED` only drops
+            // page-table entries: a later read of these bytes faults the
+            // same file contents back in, and no reference into the range
+            // sees a change. Advice only: a failure changes memory use,
+            // never results.
             let _ = unsafe {
                 map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
             };
         }
+        #[cfg(not(unix))]
+        let _ = (start, end);
     }
 }
 

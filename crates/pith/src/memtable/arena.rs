@@ -1,7 +1,10 @@
 //! Bump allocation for one memtable's skip list.
 //!
-//! Nodes are carved, 8-byte aligned, from chunks of [`CHUNK_BYTES`] (a
-//! node larger than a quarter of that gets a chunk of its own), and every
+//! Nodes are carved, 8-byte aligned, from chunks that start at
+//! [`FIRST_CHUNK_BYTES`] and double up to [`CHUNK_BYTES`] (so an idle
+//! memtable of one of many column families reserves little; a node larger
+//! than a quarter of `CHUNK_BYTES` that does not fit what is left gets a
+//! chunk of its own), and every
 //! chunk is freed at once when the arena drops, which is when the frozen
 //! memtable has been flushed and its last reader has let go. Written by
 //! hand because this is the engine's write path: one pointer bump per
@@ -23,8 +26,12 @@
 
 use std::ptr::NonNull;
 
-/// Bytes in an ordinary chunk.
+/// Bytes in an ordinary chunk, once the arena has grown.
 pub(crate) const CHUNK_BYTES: usize = 1 << 20;
+
+/// Bytes in the first chunk; each next ordinary chunk doubles, up to
+/// [`CHUNK_BYTES`].
+pub(crate) const FIRST_CHUNK_BYTES: usize = 64 << 10;
 
 /// Alignment of every allocation.
 pub(crate) const ALIGN: usize = 8;
@@ -84,8 +91,12 @@ impl Arena {
                 // A large node gets its own chunk; the current one stays.
                 return self.new_chunk(len);
             }
-            self.next = self.new_chunk(CHUNK_BYTES);
-            self.left = CHUNK_BYTES;
+            let size = FIRST_CHUNK_BYTES
+                .checked_shl(self.chunks.len() as u32)
+                .map_or(CHUNK_BYTES, |s| s.min(CHUNK_BYTES))
+                .max(len);
+            self.next = self.new_chunk(size);
+            self.left = size;
         }
         let at = self.next;
         // SAFETY: `len <= left`, so `at + len` is inside the current chunk
@@ -168,19 +179,28 @@ mod tests {
         for w in spans.windows(2) {
             assert!(w[0].0 + w[0].1 <= w[1].0, "overlap: {w:?}");
         }
-        // All of that fit in one chunk; a node larger than what is left
-        // (and than a quarter chunk) gets a chunk of its own, and the
-        // current chunk goes on serving small ones.
-        assert_eq!(arena.chunks.len(), 1);
+        // The small ones shared the first chunk; the two larger than a
+        // quarter chunk (and than what was left) got chunks of their own.
+        let large = (CHUNK_BYTES / 4 + 8) + CHUNK_BYTES / 2;
+        assert_eq!(arena.chunks.len(), 3);
+        assert_eq!(arena.reserved(), FIRST_CHUNK_BYTES + large);
+        // The first chunk goes on serving small ones; one that does not
+        // fit starts an ordinary chunk, twice the size per chunk so far.
         let before = arena.next;
-        arena.alloc(CHUNK_BYTES + 1);
-        assert_eq!((arena.chunks.len(), arena.next), (2, before));
         arena.alloc(8);
-        assert_eq!(arena.chunks.len(), 2);
-        // A small node that does not fit starts a new ordinary chunk.
+        assert_eq!(arena.next.as_ptr() as usize, before.as_ptr() as usize + 8);
         arena.alloc(arena.left);
         arena.alloc(8);
-        assert_eq!(arena.chunks.len(), 3);
-        assert_eq!(arena.reserved(), 2 * CHUNK_BYTES + CHUNK_BYTES + 8);
+        assert_eq!(arena.chunks.len(), 4);
+        assert_eq!(
+            arena.reserved(),
+            FIRST_CHUNK_BYTES + large + (FIRST_CHUNK_BYTES << 3)
+        );
+        // Ordinary chunks stop growing at CHUNK_BYTES.
+        for _ in 0..8 {
+            arena.alloc(arena.left);
+            arena.alloc(8);
+        }
+        assert_eq!(arena.left, CHUNK_BYTES - 8);
     }
 }
