@@ -181,7 +181,11 @@ impl Table {
                 }
                 let (key, value) = self.index_entry(i, &row, &pk);
                 let stored = self.db.get_cf_at(&self.indexes[i], &snap, &key)?;
-                if stored.as_deref() != Some(&value[..]) {
+                let legacy = match (&stored, self.legacy_entry(i, &row)) {
+                    (None, Some(old)) => self.db.get_cf_at(&self.indexes[i], &snap, &old)?,
+                    _ => None,
+                };
+                if stored.or(legacy).as_deref() != Some(&value[..]) {
                     return Err(inconsistent(
                         &ix.name,
                         format!("{} has no entry {}", self.label_of(&pk), escape(&key)),
@@ -212,7 +216,8 @@ impl Table {
                         format!("entry {} names a row that does not exist", escape(&key)),
                     )
                 })?;
-                if self.index_entry(i, &row, &pk).0 != key {
+                let legacy = self.legacy_entry(i, &row);
+                if self.index_entry(i, &row, &pk).0 != key && legacy.as_ref() != Some(&key) {
                     return Err(inconsistent(
                         &ix.name,
                         format!("entry {} does not match its row's values", escape(&key)),

@@ -235,8 +235,14 @@ impl Table {
                     exact,
                 )
             }
-            Condition::Eq(values) if walk.pk_in_value && values.len() == walk.types.len() => {
-                // A unique index's whole value: one point read.
+            Condition::Eq(values)
+                if walk.pk_in_value
+                    && values.len() == walk.types.len()
+                    && !values.contains(&Value::Null) =>
+            {
+                // A unique index's whole value: one point read. (With a
+                // null, any number of rows: their keys end with their
+                // primary keys, and the prefix walk below finds them.)
                 Span::Point(prefix_of(values)?)
             }
             Condition::Eq(values) | Condition::Prefix(values) => {

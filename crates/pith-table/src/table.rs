@@ -237,10 +237,7 @@ impl Table {
         };
         let mut batch = WriteBatch::new();
         for i in self.maintained() {
-            let (k, _) = self.index_entry(i, &old, &pk);
-            if self.owns_entry(i, &k, &pk)? {
-                batch.delete_cf(&self.indexes[i], k);
-            }
+            self.delete_entries(&mut batch, i, &old, &pk)?;
         }
         for g in &self.groups {
             batch.delete_cf(g, &pk);
@@ -288,10 +285,8 @@ impl Table {
             if self.schema.indexes[i].unique && self.db.contains_cf(&self.indexes[i], &key)? {
                 return Err(self.duplicate(row, &self.schema.indexes[i].name));
             }
-            if let Some(k) = old_key {
-                if self.owns_entry(i, &k, pk)? {
-                    batch.delete_cf(&self.indexes[i], k);
-                }
+            if let Some(o) = old {
+                self.delete_entries(&mut batch, i, o, pk)?;
             }
             batch.put_cf(&self.indexes[i], key, value);
         }
@@ -458,6 +453,13 @@ impl Table {
     }
 
     /// Index `i`'s entry for `row`, whose primary key encodes as `pk`.
+    ///
+    /// A unique index's entry is keyed by the columns alone, so a second
+    /// row with the same values finds it taken, and holds the primary key
+    /// as its value. Null is not a value that can be taken (as in SQL, a
+    /// unique index admits any number of rows with a null in its columns):
+    /// such an entry's key also ends with the primary key, so it collides
+    /// with no other row's, and its value is still the primary key.
     pub(crate) fn index_entry(&self, i: usize, row: &[Value], pk: &[u8]) -> (Vec<u8>, Vec<u8>) {
         let s = &self.schema;
         let ix = &s.indexes[i];
@@ -465,13 +467,56 @@ impl Table {
         for &c in &ix.columns {
             keycode::encode(&mut key, &row[c], s.columns[c].ty);
         }
+        let null = || ix.columns.iter().any(|&c| row[c] == Value::Null);
         match ix.unique {
+            true if null() => {
+                key.extend_from_slice(pk);
+                (key, pk.to_vec())
+            }
             true => (key, pk.to_vec()),
             false => {
                 key.extend_from_slice(pk);
                 (key, Vec::new())
             }
         }
+    }
+
+    /// The key an older version of this crate gave index `i`'s entry for
+    /// `row` when it differs from today's: before a unique index admitted
+    /// nulls, an entry with a null was keyed by the columns alone, as any
+    /// unique entry. At most one row per such key can have one (a second
+    /// was refused as a duplicate). Writes delete it with the row's entry
+    /// and `verify` accepts it.
+    pub(crate) fn legacy_entry(&self, i: usize, row: &[Value]) -> Option<Vec<u8>> {
+        let s = &self.schema;
+        let ix = &s.indexes[i];
+        if !ix.unique || !ix.columns.iter().any(|&c| row[c] == Value::Null) {
+            return None;
+        }
+        let mut key = Vec::new();
+        for &c in &ix.columns {
+            keycode::encode(&mut key, &row[c], s.columns[c].ty);
+        }
+        Some(key)
+    }
+
+    /// Adds to `batch` the deletes of the entries of index `i` that row
+    /// `pk`, whose values were `old`, owns: today's form, and the legacy
+    /// one if it is there (see [`Table::legacy_entry`]).
+    fn delete_entries(
+        &self,
+        batch: &mut WriteBatch,
+        i: usize,
+        old: &[Value],
+        pk: &[u8],
+    ) -> Result<()> {
+        let (k, _) = self.index_entry(i, old, pk);
+        for k in std::iter::once(k).chain(self.legacy_entry(i, old)) {
+            if self.owns_entry(i, &k, pk)? {
+                batch.delete_cf(&self.indexes[i], k);
+            }
+        }
+        Ok(())
     }
 
     /// Group `g`'s value for `row`.

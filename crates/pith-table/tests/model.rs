@@ -287,8 +287,8 @@ fn check(t: &Table, model: &Model) {
             assert_eq!(entries, expect, "exact on {index}, covered");
         }
     }
-    for tag in 0..3u8 {
-        let v = Value::Bytes(vec![b't', tag]);
+    let tags = (0..3u8).map(|tag| Value::Bytes(vec![b't', tag]));
+    for v in tags.chain([Value::Null]) {
         let want: Vec<Vec<u8>> = model
             .iter()
             .filter(|(_, r)| r[4] == v)
@@ -309,7 +309,8 @@ fn check(t: &Table, model: &Model) {
 /// The model's verdict on writing `r` over `old` (same key or none):
 /// whether a unique tag is taken by another row.
 fn tag_taken(model: &Model, key: &[u8], r: &Row) -> bool {
-    model.iter().any(|(k, o)| k != key && o[4] == r[4])
+    // A null is never taken: any number of rows may have none.
+    r[4] != Value::Null && model.iter().any(|(k, o)| k != key && o[4] == r[4])
 }
 
 proptest! {

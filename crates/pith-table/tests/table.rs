@@ -288,8 +288,37 @@ fn schema_changes_without_a_rewrite_work_and_others_are_refused() {
         1
     );
     assert_eq!(t2.verify().expect("verify"), 30);
+    // A unique index admits any number of nulls (29 rows here), as in
+    // SQL, and holds for values.
+    let mut unique = next.clone();
+    unique["indexes"] = json!([
+        {"name": "by_name", "columns": ["name"], "unique": true},
+        {"name": "by_extra", "columns": ["extra", "size"]},
+        {"name": "one_extra", "columns": ["extra"], "unique": true}
+    ]);
+    let t4 = tables
+        .alter(&Schema::from_value(&unique).expect("schema"))
+        .expect("alter");
+    tables
+        .wait_for_builds("pkgs")
+        .expect("nulls are no duplicates");
+    let nulls = t4.count("one_extra", &Condition::Eq(vec![Value::Null]));
+    assert_eq!(nulls.expect("count"), 29);
+    let e = t4
+        .update(&[Value::UInt(4)], &[(8, Value::Int(-5))])
+        .expect_err("taken");
+    assert!(
+        matches!(&e, Error::Duplicate { index, .. } if index == "one_extra"),
+        "{e}"
+    );
+    assert_eq!(t4.verify().expect("verify"), 30);
     // A unique index the rows do not satisfy cannot be built: it is
     // removed from the schema, and leaves nothing.
+    let t2 = tables
+        .alter(&Schema::from_value(&next).expect("schema"))
+        .expect("alter");
+    t2.update(&[Value::UInt(4)], &[(8, Value::Int(-5))])
+        .expect("update");
     let mut dup = next.clone();
     dup["indexes"] = json!([
         {"name": "by_name", "columns": ["name"], "unique": true},
@@ -376,4 +405,158 @@ fn verify_finds_an_index_out_of_step_and_tables_survive_reopen() {
         tables.open_table("pkgs"),
         Err(Error::NoSuchTable { .. })
     ));
+}
+
+#[test]
+fn a_unique_index_admits_any_number_of_nulls_in_loads_inserts_and_queries() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Arc::new(pith::DB::open(dir.path(), pith::Options::default()).expect("open"));
+    let tables = Tables::open(db).expect("tables");
+    let schema = r#"{"name": "u", "columns": [
+        {"name": "id", "type": "u32"},
+        {"name": "code", "type": "string", "nullable": true},
+        {"name": "n", "type": "u8", "nullable": true}],
+        "primary_key": ["id"],
+        "indexes": [{"name": "by_code_n", "columns": ["code", "n"], "unique": true}]}"#;
+    let t = tables
+        .create(&Schema::from_json(schema).expect("schema"))
+        .expect("create");
+    let rows = |specs: &[(u32, Option<&str>, Option<u8>)]| {
+        specs
+            .iter()
+            .map(|&(id, code, n)| {
+                let label = format!("row {id}");
+                t.row_from_json(&obj(json!({"id": id, "code": code, "n": n})), &label)
+                    .map(|r| (label, r))
+            })
+            .collect::<Vec<_>>()
+    };
+    // A bulk load: a null in either column never collides; values do.
+    let e = t
+        .load(
+            rows(&[(1, Some("a"), Some(1)), (2, Some("a"), Some(1))]),
+            &mut |_| {},
+        )
+        .expect_err("duplicate");
+    assert!(
+        matches!(&e, Error::Duplicate { index, .. } if index == "by_code_n"),
+        "{e}"
+    );
+    let loaded = [
+        (1, Some("a"), Some(1)),
+        (2, Some("a"), None),
+        (3, Some("a"), None),
+        (4, None, Some(1)),
+        (5, None, None),
+        (6, None, None),
+    ];
+    t.load(rows(&loaded), &mut |_| {}).expect("load");
+    // Inserts: the same.
+    let insert = |id: u32, code: Option<&str>, n: Option<u8>| {
+        let r = t
+            .row_from_json(&obj(json!({"id": id, "code": code, "n": n})), "insert")
+            .expect("row");
+        t.insert(&r)
+    };
+    insert(7, Some("a"), None).expect("a null is no duplicate");
+    insert(8, None, None).expect("a null is no duplicate");
+    let e = insert(9, Some("a"), Some(1)).expect_err("taken");
+    assert!(
+        matches!(&e, Error::Duplicate { index, .. } if index == "by_code_n"),
+        "{e}"
+    );
+    insert(9, Some("b"), Some(1)).expect("free");
+    // Queries find every row with a null, in primary key order, and the
+    // one row with a value.
+    let ids = |values: Vec<Value>| -> Vec<Value> {
+        t.query(&Query {
+            index: "by_code_n".into(),
+            condition: Condition::Eq(values),
+            columns: vec![0],
+            limit: None,
+            reverse: false,
+        })
+        .expect("query")
+        .into_iter()
+        .map(|r| r[0].clone())
+        .collect()
+    };
+    let a = || Value::Text("a".into());
+    assert_eq!(ids(vec![a(), Value::Null]), [2, 3, 7].map(Value::UInt));
+    assert_eq!(
+        ids(vec![Value::Null, Value::Null]),
+        [5, 6, 8].map(Value::UInt)
+    );
+    assert_eq!(ids(vec![Value::Null, Value::UInt(1)]), [Value::UInt(4)]);
+    assert_eq!(ids(vec![a(), Value::UInt(1)]), [Value::UInt(1)]);
+    let prefix = t
+        .count("by_code_n", &Condition::Prefix(vec![a()]))
+        .expect("count");
+    assert_eq!(prefix, 4);
+    // A row moving to a null and back keeps the index right.
+    t.update(&[Value::UInt(1)], &[(2, Value::Null)])
+        .expect("update");
+    insert(10, Some("a"), Some(1)).expect("freed");
+    let e = t
+        .update(&[Value::UInt(1)], &[(2, Value::UInt(1))])
+        .expect_err("taken again");
+    assert!(matches!(&e, Error::Duplicate { .. }), "{e}");
+    t.delete(&[Value::UInt(2)]).expect("delete");
+    assert_eq!(ids(vec![a(), Value::Null]), [1, 3, 7].map(Value::UInt));
+    assert_eq!(t.verify().expect("verify"), 9);
+}
+
+/// An entry an older version wrote for a row with a null in a unique
+/// index (keyed by the columns alone) is accepted by `verify` and deleted
+/// with its row's next change.
+#[test]
+fn a_unique_entry_with_a_null_from_before_is_read_verified_and_replaced() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let db = Arc::new(pith::DB::open(dir.path(), pith::Options::default()).expect("open"));
+    let tables = Tables::open(db.clone()).expect("tables");
+    let schema = r#"{"name": "u", "columns": [
+        {"name": "id", "type": "u32"},
+        {"name": "code", "type": "string", "nullable": true}],
+        "primary_key": ["id"],
+        "indexes": [{"name": "by_code", "columns": ["code"], "unique": true}]}"#;
+    let t = tables
+        .create(&Schema::from_json(schema).expect("schema"))
+        .expect("create");
+    let row = t
+        .row_from_json(&obj(json!({"id": 1, "code": null})), "row")
+        .expect("row");
+    t.insert(&row).expect("insert");
+    // Rewrite the entry the way the older version keyed it.
+    let cf = db.family(&index_family("u", "by_code")).expect("family");
+    let (key, pk) = db
+        .range_cf(&cf, None, None)
+        .expect("range")
+        .next()
+        .expect("one entry")
+        .expect("entry");
+    let legacy = key[..key.len() - pk.len()].to_vec();
+    let mut batch = pith::WriteBatch::new();
+    batch.delete_cf(&cf, &key).put_cf(&cf, &legacy, &pk);
+    db.write(pith::WriteOptions::default(), batch)
+        .expect("write");
+    assert_eq!(t.verify().expect("legacy entry accepted"), 1);
+    let found = t.count("by_code", &Condition::Eq(vec![Value::Null]));
+    assert_eq!(found.expect("count"), 1);
+    // A second null is no duplicate of it.
+    let two = t
+        .row_from_json(&obj(json!({"id": 2, "code": null})), "row")
+        .expect("row");
+    t.insert(&two).expect("insert");
+    // The row's change removes the old entry.
+    t.update(&[Value::UInt(1)], &[(1, Value::Text("x".into()))])
+        .expect("update");
+    let keys: Vec<Vec<u8>> = db
+        .range_cf(&cf, None, None)
+        .expect("range")
+        .keys()
+        .collect::<pith::Result<_>>()
+        .expect("keys");
+    assert_eq!(keys.len(), 2, "{keys:?}");
+    assert!(!keys.contains(&legacy));
+    assert_eq!(t.verify().expect("verify"), 2);
 }
