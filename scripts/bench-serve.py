@@ -43,6 +43,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PITH = os.path.join(ROOT, "target", "release", "pith")
+MALLOC_ARENAS = 0
 
 
 def free_port():
@@ -255,10 +256,10 @@ def start(name, work, port, limited=None):
                os.path.join(work, "pith"), "--port", str(port), "--appendfsync", "everysec"]
         if limited:
             # Recent writes and builds within an eighth of the limit each,
-            # and one malloc arena (the least fragmentation).
+            # and as many malloc arenas as asked (default: the server's).
             cmd += ["--pith-memtable-size", str(limited.limit // 8),
                     "--pith-build-memory", str(limited.limit // 8),
-                    "--pith-malloc-arenas", "1"]
+                    "--pith-malloc-arenas", str(MALLOC_ARENAS)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             preexec_fn=limited.preexec if limited else None)
     wait_for(port, proc, name)
@@ -357,13 +358,16 @@ def main():
     ap.add_argument("--data", help="JSON Lines records to measure memory on")
     ap.add_argument("--copies", type=int, default=1)
     ap.add_argument("--memory-limit", help="memory cgroup limit for each server, e.g. 64M")
+    ap.add_argument("--malloc-arenas", type=int, default=0,
+                    help="pith-malloc-arenas of the server under --memory-limit (0: glibc's default)")
     ap.add_argument("--pith", help="the pith binary to run (default: build target/release/pith); "
                     "for comparing two builds")
     a = ap.parse_args()
     for tool in ["redis-server", "redis-benchmark", "redis-cli"]:
         if not shutil.which(tool):
             sys.exit(f"{tool} not found (Debian: apt-get install redis-server)")
-    global PITH
+    global PITH, MALLOC_ARENAS
+    MALLOC_ARENAS = a.malloc_arenas
     if a.pith:
         PITH = os.path.abspath(a.pith)
     else:
