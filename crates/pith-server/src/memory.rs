@@ -22,7 +22,9 @@
 //! requests/s, redis-benchmark, median of three), so the default stays
 //! and `pith-malloc-arenas` lets a server under a tight memory limit
 //! choose fewer (at 128 MiB, 414 MB of debian-packages loaded with one
-//! arena; with the default the cgroup killed the server).
+//! arena, and with the default the cgroup killed the server; since
+//! memtables have mappings of their own, the default loads it too, in
+//! 5.6 s with 21.8 MB resident after).
 
 /// Allocations at least this large get a mapping of their own.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
