@@ -17,6 +17,7 @@
 //! family's records or none (a table's rows and its indexes, say). A
 //! failed build removes what the others built.
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -31,24 +32,41 @@ use crate::training::{self, Coding};
 /// A sorted chunk of a bulk load as a build input.
 struct BulkSource {
     records: Vec<(Vec<u8>, Vec<u8>)>,
-    tag: u64,
+    /// The one version of each record, in record order (lent out by
+    /// `groups`, one allocation for all).
+    versions: Vec<(u64, ValueRef)>,
+}
+
+impl BulkSource {
+    /// `records` (sorted, keys unique), all written with `tag`.
+    fn new(records: Vec<(Vec<u8>, Vec<u8>)>, tag: u64) -> Self {
+        let versions = (0..records.len() as u64)
+            .map(|index| {
+                let v = ValueRef {
+                    src: 0,
+                    index,
+                    deadline: NO_DEADLINE,
+                };
+                (tag, v)
+            })
+            .collect();
+        BulkSource { records, versions }
+    }
 }
 
 impl GroupSource for BulkSource {
-    fn groups(&self) -> Box<dyn Iterator<Item = Result<Group>> + '_> {
-        Box::new(self.records.iter().enumerate().map(|(i, (k, _))| {
-            Ok(Group {
-                key: k.clone(),
-                versions: vec![(
-                    self.tag,
-                    ValueRef {
-                        src: 0,
-                        index: i as u64,
-                        deadline: NO_DEADLINE,
-                    },
-                )],
-            })
-        }))
+    fn groups(&self) -> Box<dyn Iterator<Item = Result<Group<'_>>> + '_> {
+        Box::new(
+            self.records
+                .iter()
+                .zip(self.versions.chunks(1))
+                .map(|((k, _), v)| {
+                    Ok(Group {
+                        key: Cow::Borrowed(k),
+                        versions: Cow::Borrowed(v),
+                    })
+                }),
+        )
     }
 
     fn value(&self, v: &ValueRef, out: &mut Vec<u8>) -> Result<()> {
@@ -195,10 +213,7 @@ fn build_chunk(
         }
     }
     let keys = deduped.len() as u64;
-    let source = BulkSource {
-        records: deduped,
-        tag: tag(seq, Kind::Put),
-    };
+    let source = BulkSource::new(deduped, tag(seq, Kind::Put));
     let c = match coding {
         Some(c) => c,
         None => coding.insert(training::coding_for(inner, family, &source, builds)?),

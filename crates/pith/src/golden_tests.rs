@@ -147,7 +147,7 @@ struct TwoKeys(Option<u64>);
 impl crate::segment::writer::GroupSource for TwoKeys {
     fn groups(
         &self,
-    ) -> Box<dyn Iterator<Item = crate::Result<crate::segment::writer::Group>> + '_> {
+    ) -> Box<dyn Iterator<Item = crate::Result<crate::segment::writer::Group<'_>>> + '_> {
         use crate::dbformat::{tag, Kind, NO_DEADLINE};
         use crate::segment::writer::{Group, ValueRef};
         let v = |index| ValueRef {
@@ -162,12 +162,12 @@ impl crate::segment::writer::GroupSource for TwoKeys {
         Box::new(
             [
                 Group {
-                    key: b"apple".to_vec(),
-                    versions: vec![(tag(3, Kind::Put), newest), (tag(1, Kind::Put), v(1))],
+                    key: b"apple".to_vec().into(),
+                    versions: vec![(tag(3, Kind::Put), newest), (tag(1, Kind::Put), v(1))].into(),
                 },
                 Group {
-                    key: b"banana".to_vec(),
-                    versions: vec![(tag(2, Kind::Delete), v(2))],
+                    key: b"banana".to_vec().into(),
+                    versions: vec![(tag(2, Kind::Delete), v(2))].into(),
                 },
             ]
             .into_iter()

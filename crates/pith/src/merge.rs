@@ -18,6 +18,8 @@
 
 use std::sync::Arc;
 
+use std::borrow::Cow;
+
 use crate::dbformat::{expired, tag, tag_kind, tag_seq, Kind, NO_DEADLINE};
 use crate::error::Result;
 use crate::memtable::{MemEntry, Memtable};
@@ -63,20 +65,26 @@ pub(crate) fn expire(versions: &mut [(u64, ValueRef)], now: u64) {
 }
 
 /// A frozen memtable as a build input. It holds references to the
-/// memtable's nodes, not copies of the values: a value is copied only when
-/// the builder asks for it.
+/// memtable's nodes, not copies of the keys or values: a value is copied
+/// only when the builder asks for it.
 pub(crate) struct MemSource<'a> {
-    groups: Vec<Group>,
+    groups: Vec<MemGroup<'a>>,
     entries: Vec<MemEntry<'a>>,
+}
+
+/// One key of a [`MemSource`] and the versions of it a build keeps.
+struct MemGroup<'a> {
+    key: &'a [u8],
+    versions: Vec<(u64, ValueRef)>,
 }
 
 impl<'a> MemSource<'a> {
     /// The versions of `mem` that a build at time `now` keeps.
     pub(crate) fn new(mem: &'a Memtable, snapshots: &[u64], bottommost: bool, now: u64) -> Self {
         let mut entries: Vec<MemEntry<'a>> = Vec::new();
-        let mut groups: Vec<Group> = Vec::new();
-        let mut pending: Option<Group> = None;
-        let finish = |g: Option<Group>, groups: &mut Vec<Group>| {
+        let mut groups: Vec<MemGroup<'a>> = Vec::new();
+        let mut pending: Option<MemGroup<'a>> = None;
+        let finish = |g: Option<MemGroup<'a>>, groups: &mut Vec<MemGroup<'a>>| {
             if let Some(mut g) = g {
                 expire(&mut g.versions, now);
                 retain(&mut g.versions, snapshots, bottommost);
@@ -97,8 +105,8 @@ impl<'a> MemSource<'a> {
             match pending.as_mut() {
                 Some(g) if g.key == e.key() => g.versions.push(v),
                 _ => {
-                    let next = Group {
-                        key: e.key().to_vec(),
+                    let next = MemGroup {
+                        key: e.key(),
                         versions: vec![v],
                     };
                     finish(pending.replace(next), &mut groups);
@@ -112,11 +120,11 @@ impl<'a> MemSource<'a> {
 }
 
 impl GroupSource for MemSource<'_> {
-    fn groups(&self) -> Box<dyn Iterator<Item = Result<Group>> + '_> {
+    fn groups(&self) -> Box<dyn Iterator<Item = Result<Group<'_>>> + '_> {
         Box::new(self.groups.iter().map(|g| {
             Ok(Group {
-                key: g.key.clone(),
-                versions: g.versions.clone(),
+                key: Cow::Borrowed(g.key),
+                versions: Cow::Borrowed(&g.versions),
             })
         }))
     }
@@ -157,7 +165,7 @@ impl MergeSource {
 }
 
 impl GroupSource for MergeSource {
-    fn groups(&self) -> Box<dyn Iterator<Item = Result<Group>> + '_> {
+    fn groups(&self) -> Box<dyn Iterator<Item = Result<Group<'_>>> + '_> {
         let mut heads: Vec<pith_trie::Keys<'_, '_>> =
             self.segments.iter().map(|s| s.trie().iter()).collect();
         let mut current: Vec<Option<(u64, Vec<u8>)>> = heads.iter_mut().map(|h| h.next()).collect();
@@ -187,7 +195,10 @@ impl GroupSource for MergeSource {
             expire(&mut versions, self.now);
             retain(&mut versions, &self.snapshots, self.bottommost);
             if !versions.is_empty() {
-                return Some(Ok(Group { key, versions }));
+                return Some(Ok(Group {
+                    key: Cow::Owned(key),
+                    versions: Cow::Owned(versions),
+                }));
             }
         }))
     }
