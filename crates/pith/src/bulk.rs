@@ -71,10 +71,14 @@ impl GroupSource for BulkSource {
 
     fn value(&self, v: &ValueRef, out: &mut Vec<u8>) -> Result<()> {
         out.clear();
-        if let Some((_, value)) = self.records.get(v.index as usize) {
-            out.extend_from_slice(value);
-        }
+        out.extend_from_slice(self.value_in_memory(v).unwrap_or_default());
         Ok(())
+    }
+
+    fn value_in_memory(&self, v: &ValueRef) -> Option<&[u8]> {
+        self.records
+            .get(v.index as usize)
+            .map(|(_, value)| &value[..])
     }
 }
 

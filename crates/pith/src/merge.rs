@@ -131,10 +131,12 @@ impl GroupSource for MemSource<'_> {
 
     fn value(&self, v: &ValueRef, out: &mut Vec<u8>) -> Result<()> {
         out.clear();
-        if let Some(e) = self.entries.get(v.index as usize) {
-            out.extend_from_slice(e.value());
-        }
+        out.extend_from_slice(self.value_in_memory(v).unwrap_or_default());
         Ok(())
+    }
+
+    fn value_in_memory(&self, v: &ValueRef) -> Option<&[u8]> {
+        self.entries.get(v.index as usize).map(|e| e.value())
     }
 }
 

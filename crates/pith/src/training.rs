@@ -256,9 +256,9 @@ fn sample_values(source: &dyn GroupSource, budget: usize) -> Result<(pith_zip::S
         if crate::dbformat::tag_kind(*tag) != crate::dbformat::Kind::Put {
             continue;
         }
-        source.value(v, &mut buf)?;
-        sample.offer(index, &buf);
-        bytes += buf.len() as u64;
+        let value = crate::segment::writer::value_of(source, v, &mut buf)?;
+        sample.offer(index, value);
+        bytes += value.len() as u64;
         index += 1;
     }
     Ok((sample, bytes))

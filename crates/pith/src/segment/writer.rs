@@ -64,6 +64,12 @@ pub(crate) trait GroupSource {
     /// Replaces `out` with the value behind `v`; the builder asks only for
     /// puts' values (a tombstone's record is empty).
     fn value(&self, v: &ValueRef, out: &mut Vec<u8>) -> Result<()>;
+    /// The value behind `v` when the source holds it in memory as it is
+    /// (a memtable, a bulk load), to be read in place; `None` otherwise,
+    /// and then [`GroupSource::value`] copies it out.
+    fn value_in_memory(&self, _v: &ValueRef) -> Option<&[u8]> {
+        None
+    }
     /// The value behind `v` as stored, when it is encoded with `model` and
     /// can be copied without decoding; `None` otherwise.
     fn encoded(
@@ -73,6 +79,20 @@ pub(crate) trait GroupSource {
     ) -> Result<Option<pith_zip::Encoded<'_>>> {
         Ok(None)
     }
+}
+
+/// The value behind `v`: in place when `source` holds it in memory, else
+/// copied into `buf`.
+pub(crate) fn value_of<'a>(
+    source: &'a dyn GroupSource,
+    v: &ValueRef,
+    buf: &'a mut Vec<u8>,
+) -> Result<&'a [u8]> {
+    if let Some(bytes) = source.value_in_memory(v) {
+        return Ok(bytes);
+    }
+    source.value(v, buf)?;
+    Ok(buf)
 }
 
 /// Writes bytes, counting them and keeping a crc32c of the current section.
@@ -157,21 +177,24 @@ struct Values<'s> {
     error: &'s RefCell<Option<Error>>,
 }
 
-impl Iterator for Values<'_> {
-    type Item = Vec<u8>;
+impl<'s> Iterator for Values<'s> {
+    type Item = Cow<'s, [u8]>;
 
-    fn next(&mut self) -> Option<Vec<u8>> {
+    fn next(&mut self) -> Option<Cow<'s, [u8]>> {
         loop {
             if self.error.borrow().is_some() {
                 return None;
             }
             if let Some((tag, v)) = self.pending.pop_front() {
-                let mut out = Vec::new();
                 if tag_kind(tag) == Kind::Delete {
-                    return Some(out);
+                    return Some(Cow::Borrowed(&[]));
                 }
+                if let Some(bytes) = self.source.value_in_memory(&v) {
+                    return Some(Cow::Borrowed(bytes));
+                }
+                let mut out = Vec::new();
                 match self.source.value(&v, &mut out) {
-                    Ok(()) => return Some(out),
+                    Ok(()) => return Some(Cow::Owned(out)),
                     Err(e) => {
                         *self.error.borrow_mut() = Some(e);
                         return None;
@@ -413,7 +436,7 @@ fn shared_store<W: Write>(
     let threads = coding.threads.max(1);
     let mut b = pith_zip::SharedBuilder::new(model.clone(), coding.zip, out);
     let wanted = model.reference();
-    let mut batch: Vec<Vec<u8>> = Vec::new();
+    let mut batch: Vec<Cow<'_, [u8]>> = Vec::new();
     let mut batch_bytes = 0usize;
     for history in [false, true] {
         for g in source.groups() {
@@ -422,7 +445,7 @@ fn shared_store<W: Write>(
             for (tag, v) in if history { older } else { newest } {
                 if tag_kind(*tag) == Kind::Delete {
                     // A tombstone's record is empty.
-                    batch.push(Vec::new());
+                    batch.push(Cow::Borrowed(&[]));
                     continue;
                 }
                 if let Some(e) = source.encoded(v, wanted)? {
@@ -433,8 +456,14 @@ fn shared_store<W: Write>(
                     b.push_encoded(&e).map_err(&zip_error)?;
                     continue;
                 }
-                let mut value = Vec::new();
-                source.value(v, &mut value)?;
+                let value = match source.value_in_memory(v) {
+                    Some(bytes) => Cow::Borrowed(bytes),
+                    None => {
+                        let mut value = Vec::new();
+                        source.value(v, &mut value)?;
+                        Cow::Owned(value)
+                    }
+                };
                 batch_bytes += value.len();
                 batch.push(value);
                 if batch_bytes >= BATCH_BYTES * threads {
