@@ -451,22 +451,29 @@ fn query(a: &QueryArgs) -> Result<(), CliError> {
         return Ok(());
     }
     let cols = chosen(&t, &a.columns)?;
-    let rows = t.query(&Query {
+    let q = Query {
         index: a.index.clone(),
         condition,
         columns: cols.clone(),
         limit: a.limit,
         reverse: a.reverse,
-    })?;
+    };
     let mut out = Out::stdout();
     let io = |source| CliError::Io {
         path: PathBuf::from("<stdout>"),
         source,
     };
-    for row in rows {
-        let mut line = json_line(&t, &cols, &row).into_bytes();
+    // Rows are printed as the query finds them, not collected first; a
+    // failed write (a closed pipe) stops the query.
+    let mut failed = None;
+    t.query_each(&q, |row| {
+        let mut line = json_line(&t, &cols, row).into_bytes();
         line.push(b'\n');
-        out.write(&line).map_err(io)?;
+        failed = out.write(&line).err();
+        failed.is_none()
+    })?;
+    if let Some(e) = failed {
+        return Err(io(e));
     }
     out.finish().map_err(io)
 }

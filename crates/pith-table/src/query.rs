@@ -25,6 +25,8 @@
 //! holding one is never found by a regex. A backward regex query walks
 //! every match.
 
+use std::borrow::Cow;
+
 use pith::Snapshot;
 
 use crate::error::{Error, Result};
@@ -95,8 +97,9 @@ fn regex_hit(key: &[u8], exact: &regex::Regex) -> bool {
     matches!(keycode::decode(&mut rest, ColumnType::String), Some(Value::Text(t)) if exact.is_match(&t))
 }
 
-/// What `each_entry` calls with an entry's index key and primary key.
-type EntryVisit<'a> = dyn FnMut(&[u8], &[u8]) -> Result<()> + 'a;
+/// What `each_entry` calls with an entry's index key and primary key;
+/// `false` stops the walk.
+type EntryVisit<'a> = dyn FnMut(&[u8], &[u8]) -> Result<bool> + 'a;
 
 /// Where a condition's entries lie in the index family: a key range, or a
 /// regex search, or one point (a unique index's whole value).
@@ -119,16 +122,42 @@ impl Table {
     /// every column asked for is in the index entry (its columns and the
     /// primary key), no row is read (a covering index).
     pub fn query(&self, q: &Query) -> Result<Vec<Vec<Value>>> {
+        let mut out = Vec::with_capacity(q.limit.unwrap_or(0).min(1024));
+        self.query_rows(q, &mut |row| {
+            out.push(row.into_owned());
+            true
+        })?;
+        Ok(out)
+    }
+
+    /// [`Table::query`] without collecting: `visit` is called with each
+    /// row in index order (a buffer reused from row to row when the index
+    /// covers the columns), so a large result never sits in memory whole;
+    /// when it returns `false` the query stops. Returns how many rows were
+    /// visited.
+    pub fn query_each(&self, q: &Query, mut visit: impl FnMut(&[Value]) -> bool) -> Result<u64> {
+        let mut n = 0;
+        self.query_rows(q, &mut |row| {
+            n += 1;
+            visit(&row)
+        })?;
+        Ok(n)
+    }
+
+    /// Runs `q`, lending each row (borrowed from a reused buffer when the
+    /// index covers the columns, owned when it was read from the groups)
+    /// until `visit` returns `false`.
+    fn query_rows(&self, q: &Query, visit: &mut dyn FnMut(Cow<'_, [Value]>) -> bool) -> Result<()> {
         self.check_columns(&q.columns)?;
         let snap = self.db.snapshot();
         let walk = self.walk(&q.index)?;
         let span = self.span(&walk, &q.index, &q.condition)?;
         let s = &self.schema;
         let in_entry = |c: &usize| walk.columns.contains(c) || s.primary_key.contains(c);
-        let mut out = Vec::with_capacity(q.limit.unwrap_or(0).min(1024));
         if q.columns.iter().all(in_entry) {
             let plan = EntryPlan::new(&walk, &s.primary_key, &q.columns);
-            self.each_entry(
+            let mut row = Vec::with_capacity(q.columns.len());
+            return self.each_entry(
                 &snap,
                 &walk,
                 &q.index,
@@ -136,11 +165,10 @@ impl Table {
                 q.limit,
                 q.reverse,
                 &mut |key, pk| {
-                    out.push(plan.values(self, &walk, &q.index, key, pk)?);
-                    Ok(())
+                    plan.values_into(self, &walk, &q.index, key, pk, &mut row)?;
+                    Ok(visit(Cow::Borrowed(&row)))
                 },
-            )?;
-            return Ok(out);
+            );
         }
         let mut pks = Vec::new();
         self.each_entry(
@@ -152,20 +180,23 @@ impl Table {
             q.reverse,
             &mut |_, pk| {
                 pks.push(pk.to_vec());
-                Ok(())
+                Ok(true)
             },
         )?;
         for (pk, row) in pks.iter().zip(self.rows_at(&snap, &pks, &q.columns)?) {
-            out.push(row.ok_or_else(|| Error::Inconsistent {
+            let row = row.ok_or_else(|| Error::Inconsistent {
                 table: s.name.clone(),
                 index: q.index.clone(),
                 detail: format!(
                     "an entry names row {}, which does not exist",
                     crate::table::escape(pk)
                 ),
-            })?);
+            })?;
+            if !visit(Cow::Owned(row)) {
+                break;
+            }
         }
-        Ok(out)
+        Ok(())
     }
 
     /// How many rows `condition` selects on `index`: entries are counted,
@@ -299,7 +330,8 @@ impl Table {
             Span::Empty => {}
             Span::Point(key) => {
                 if let Some(v) = self.db.get_cf_at(walk.family, snap, &key)? {
-                    visit(&key, self.pk_of(walk, index, &key, &v)?)?;
+                    // One entry: whether to go on does not matter.
+                    let _ = visit(&key, self.pk_of(walk, index, &key, &v)?)?;
                 }
             }
             Span::Range { from, to, pk_at } => {
@@ -312,9 +344,13 @@ impl Table {
                         }
                         _ => self.pk_of(walk, index, key, value),
                     };
-                    if let Err(e) = pk.and_then(|pk| visit(key, pk)) {
-                        failed = Some(e);
-                        return false;
+                    match pk.and_then(|pk| visit(key, pk)) {
+                        Ok(true) => {}
+                        Ok(false) => return false,
+                        Err(e) => {
+                            failed = Some(e);
+                            return false;
+                        }
                     }
                     n += 1;
                     n < limit
@@ -355,15 +391,16 @@ impl Table {
                         hits.push((k, v));
                         continue;
                     }
-                    visit(&k, self.pk_of(walk, index, &k, &v)?)?;
                     n += 1;
-                    if n >= limit {
+                    if !visit(&k, self.pk_of(walk, index, &k, &v)?)? || n >= limit {
                         return Ok(());
                     }
                 }
                 if reverse {
                     for (k, v) in hits.iter().rev().take(limit) {
-                        visit(k, self.pk_of(walk, index, k, v)?)?;
+                        if !visit(k, self.pk_of(walk, index, k, v)?)? {
+                            break;
+                        }
                     }
                 }
             }
@@ -487,19 +524,21 @@ impl EntryPlan {
         }
     }
 
-    /// The columns asked for, from an entry's key and primary key.
-    fn values(
+    /// The columns asked for, from an entry's key and primary key, into
+    /// `out` (what it held is replaced).
+    fn values_into(
         &self,
         t: &Table,
         walk: &Walk<'_>,
         index: &str,
         key: &[u8],
         pk: &[u8],
-    ) -> Result<Vec<Value>> {
-        let mut out = match self.in_order {
-            true => Vec::with_capacity(self.width),
-            false => vec![Value::Null; self.width],
-        };
+        out: &mut Vec<Value>,
+    ) -> Result<()> {
+        out.clear();
+        if !self.in_order {
+            out.resize(self.width, Value::Null);
+        }
         let parts = [
             (&self.from_index, walk.types, key, true),
             (&self.from_pk, t.pk_types(), pk, false),
@@ -526,6 +565,6 @@ impl EntryPlan {
                 out[last] = v;
             }
         }
-        Ok(out)
+        Ok(())
     }
 }

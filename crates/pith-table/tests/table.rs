@@ -560,3 +560,53 @@ fn a_unique_entry_with_a_null_from_before_is_read_verified_and_replaced() {
     assert!(!keys.contains(&legacy));
     assert_eq!(t.verify().expect("verify"), 2);
 }
+
+#[test]
+fn query_each_streams_what_query_collects_and_stops_when_asked() {
+    let (_dir, _tables, t) = setup();
+    for i in 0..40u32 {
+        let r = t
+            .row_from_json(
+                &obj(json!({"id": i, "name": format!("n{i:02}"), "size": i % 7})),
+                "t",
+            )
+            .expect("row");
+        t.insert(&r).expect("insert");
+    }
+    let covered = t.columns(&["size", "name", "id"]).expect("columns");
+    let not_covered = t.columns(&["text", "id"]).expect("columns");
+    for (columns, reverse) in [
+        (covered.clone(), false),
+        (covered, true),
+        (not_covered, false),
+    ] {
+        let q = Query {
+            index: "by_size".into(),
+            condition: Condition::Range(
+                KeyBound::Included(vec![Value::UInt(2)]),
+                KeyBound::Excluded(vec![Value::UInt(5)]),
+            ),
+            columns,
+            limit: Some(15),
+            reverse,
+        };
+        let all = t.query(&q).expect("query");
+        assert_eq!(all.len(), 15);
+        let mut seen = Vec::new();
+        let n = t
+            .query_each(&q, |row| {
+                seen.push(row.to_vec());
+                true
+            })
+            .expect("query_each");
+        assert_eq!((n, &seen), (15, &all));
+        let mut first = Vec::new();
+        let n = t
+            .query_each(&q, |row| {
+                first.push(row.to_vec());
+                first.len() < 3
+            })
+            .expect("stopped");
+        assert_eq!((n, &first[..]), (3, &all[..3]));
+    }
+}
