@@ -200,38 +200,44 @@ fn alter(dir: &std::path::Path, path: &std::path::Path) -> Result<(), CliError> 
     let before = tables.schema(&next.name)?;
     let t = tables.alter(&next)?;
     let changes = schema_changes(&before, t.schema());
-    if changes.is_empty() {
-        println!("table {}: the schema is unchanged", next.name);
+    match changes.is_empty() {
+        true => println!("table {}: the schema is unchanged", next.name),
+        false => println!("table {}: {}", next.name, changes.join("; ")),
+    }
+    // A build this change started, or one an earlier run left unfinished
+    // (opening the database resumed it): waited for either way, since
+    // this process's exit would stop it again.
+    let ours = |b: &pith_table::BuildStatus| b.table == next.name;
+    let Some(started) = tables.builds().into_iter().find(ours) else {
         return Ok(());
-    }
-    println!("table {}: {}", next.name, changes.join("; "));
-    let building = |b: &pith_table::BuildStatus| {
-        b.table == next.name && b.state == pith_table::BuildState::Running
     };
-    if tables.builds().iter().any(building) {
-        let started = Instant::now();
-        let bar = progress("{spinner} {elapsed} {msg}");
-        while let Some(b) = tables.builds().into_iter().find(building) {
-            bar.set_message(format!(
-                "building {}: {} rows",
-                b.indexes.join(", "),
-                thousands(b.rows)
-            ));
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        bar.finish_and_clear();
-        tables.wait_for_builds(&next.name)?;
-        let status = tables.builds().into_iter().find(|b| b.table == next.name);
-        for (index, why) in status.iter().flat_map(|b| &b.failed) {
-            println!("index {index} could not be built and was dropped: {why}");
-        }
-        let rows = status.map_or(0, |b| b.rows);
-        println!(
-            "built in {:.1} s ({} rows walked)",
-            started.elapsed().as_secs_f64(),
-            thousands(rows)
-        );
+    let clock = Instant::now();
+    let bar = progress("{spinner} {elapsed} {msg}");
+    while let Some(b) = tables
+        .builds()
+        .into_iter()
+        .find(|b| ours(b) && b.state == pith_table::BuildState::Running)
+    {
+        bar.set_message(format!(
+            "building {}: {} rows",
+            b.indexes.join(", "),
+            thousands(b.rows)
+        ));
+        std::thread::sleep(std::time::Duration::from_millis(100));
     }
+    bar.finish_and_clear();
+    let waited = tables.wait_for_builds(&next.name);
+    let status = tables.builds().into_iter().find(ours);
+    for (index, why) in status.iter().flat_map(|b| &b.failed) {
+        println!("index {index} could not be built and was dropped: {why}");
+    }
+    waited?;
+    println!(
+        "built {} in {:.1} s ({} rows walked)",
+        started.indexes.join(", "),
+        clock.elapsed().as_secs_f64(),
+        thousands(status.map_or(0, |b| b.rows))
+    );
     Ok(())
 }
 

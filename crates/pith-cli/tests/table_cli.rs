@@ -282,6 +282,26 @@ fn a_schema_change_adds_and_drops_indexes_and_refuses_a_rewrite() {
     );
     let now = ok(&pith(&["table", "schema", "--db", &db, "packages"]));
     assert!(now.contains("rating") && now.contains("by_arch"), "{now}");
+
+    // A unique index the rows break is built, found out, dropped and
+    // reported, and the command fails.
+    let mut json: serde_json::Value = serde_json::from_str(&now).expect("schema JSON");
+    json["indexes"]
+        .as_array_mut()
+        .expect("indexes")
+        .push(serde_json::json!({"name": "one_section", "columns": ["section"], "unique": true}));
+    std::fs::write(&next, json.to_string()).expect("write");
+    let failed = pith(&["table", "alter", "--db", &db, "--schema", &s(&next)]);
+    assert!(!failed.status.success());
+    let out = String::from_utf8_lossy(&failed.stdout);
+    assert!(
+        out.contains("index one_section could not be built and was dropped"),
+        "{out}"
+    );
+    let now = ok(&pith(&["table", "schema", "--db", &db, "packages"]));
+    assert!(!now.contains("one_section"), "{now}");
+    let verified = ok(&pith(&["table", "verify", "--db", &db, "packages"]));
+    assert!(verified.starts_with("ok: 15,860 rows"), "{verified}");
 }
 
 /// The converter reproduces the bundled rows from the bundled records.

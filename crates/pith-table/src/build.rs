@@ -264,6 +264,8 @@ pub(crate) fn walk(build: &Build, t: &Table, building: &[usize]) -> Result<Walke
         let mut entries: Vec<(usize, Vec<u8>, Vec<u8>)> = Vec::new();
         // Unique values this chunk puts, not written yet.
         let mut pending: HashSet<(usize, Vec<u8>)> = HashSet::new();
+        // Entries of an older form to delete (index, key).
+        let mut stale: Vec<(usize, Vec<u8>)> = Vec::new();
         for pk in &pks {
             // Read as it is now: the write lock keeps it so until the
             // batch is written.
@@ -294,12 +296,27 @@ pub(crate) fn walk(build: &Build, t: &Table, building: &[usize]) -> Result<Walke
                     live.remove(n);
                     continue;
                 }
+                // A build an older version began may have written this
+                // row's entry in the form it used for a null in a unique
+                // index (`Table::legacy_entry`): it goes, or the row would
+                // have two.
+                let legacy = t.legacy_entry(i, &row).filter(|k| *k != key);
+                if let Some(old) = legacy {
+                    if t.db.get_cf(&t.indexes[i], &old)?.is_some_and(|v| v == *pk) {
+                        stale.push((i, old));
+                    }
+                }
                 entries.push((i, key, value));
                 n += 1;
             }
         }
         // A failed index's entries of this chunk are not written.
         let mut batch = WriteBatch::new();
+        for (i, key) in stale {
+            if live.contains(&i) {
+                batch.delete_cf(&t.indexes[i], key);
+            }
+        }
         for (i, key, value) in entries {
             if live.contains(&i) {
                 batch.put_cf(&t.indexes[i], key, value);

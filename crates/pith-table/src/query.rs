@@ -5,7 +5,8 @@
 //! index too, named [`PRIMARY`].
 //!
 //! A condition's values are a prefix of the index's columns (all of them
-//! for [`Condition::Eq`] on a unique index, a point read). Keys encode
+//! for [`Condition::Eq`] on a unique index: a point read, or, with a null
+//! among them, a walk of the prefix). Keys encode
 //! column by column (`keycode`), so "the first k columns equal v" is "the
 //! key starts with enc(v)", and ranges over a prefix are ranges of keys:
 //!
@@ -170,7 +171,29 @@ impl Table {
                 },
             );
         }
-        let mut pks = Vec::new();
+        // Rows are read a chunk of entries at a time (one multi-get each,
+        // all at the query's snapshot), so a large result is never read
+        // whole and a stop saves the rest.
+        const CHUNK: usize = 1024;
+        let mut pks: Vec<Vec<u8>> = Vec::new();
+        let mut go_on = true;
+        let mut read_chunk = |pks: &mut Vec<Vec<u8>>| -> Result<bool> {
+            for (pk, row) in pks.iter().zip(self.rows_at(&snap, pks, &q.columns)?) {
+                let row = row.ok_or_else(|| Error::Inconsistent {
+                    table: s.name.clone(),
+                    index: q.index.clone(),
+                    detail: format!(
+                        "an entry names row {}, which does not exist",
+                        crate::table::escape(pk)
+                    ),
+                })?;
+                if !visit(Cow::Owned(row)) {
+                    return Ok(false);
+                }
+            }
+            pks.clear();
+            Ok(true)
+        };
         self.each_entry(
             &snap,
             &walk,
@@ -180,21 +203,14 @@ impl Table {
             q.reverse,
             &mut |_, pk| {
                 pks.push(pk.to_vec());
-                Ok(true)
+                if pks.len() == CHUNK {
+                    go_on = read_chunk(&mut pks)?;
+                }
+                Ok(go_on)
             },
         )?;
-        for (pk, row) in pks.iter().zip(self.rows_at(&snap, &pks, &q.columns)?) {
-            let row = row.ok_or_else(|| Error::Inconsistent {
-                table: s.name.clone(),
-                index: q.index.clone(),
-                detail: format!(
-                    "an entry names row {}, which does not exist",
-                    crate::table::escape(pk)
-                ),
-            })?;
-            if !visit(Cow::Owned(row)) {
-                break;
-            }
+        if go_on {
+            read_chunk(&mut pks)?;
         }
         Ok(())
     }

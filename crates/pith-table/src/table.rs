@@ -9,8 +9,9 @@
 //!   entry there, even with no column in it; a group added later has no
 //!   entry for older rows, which read as nulls there.
 //! * one family per index: key = the index columns' encoding, then (for a
-//!   non-unique index) the primary key's, value = the primary key's
-//!   encoding for a unique index, empty otherwise.
+//!   non-unique index, and for a unique one when a column is null) the
+//!   primary key's, value = the primary key's encoding for a unique index,
+//!   empty otherwise.
 //!
 //! Every write (insert, upsert, update, delete) is one `WriteBatch` over
 //! the row's groups and every index entry it changes, so readers and
@@ -485,8 +486,10 @@ impl Table {
     /// `row` when it differs from today's: before a unique index admitted
     /// nulls, an entry with a null was keyed by the columns alone, as any
     /// unique entry. At most one row per such key can have one (a second
-    /// was refused as a duplicate). Writes delete it with the row's entry
-    /// and `verify` accepts it.
+    /// was refused as a duplicate). It is deleted when the row's values in
+    /// the index change or the row is deleted (a write that leaves them as
+    /// they are leaves it), an index build replaces it, and `verify`
+    /// accepts it.
     pub(crate) fn legacy_entry(&self, i: usize, row: &[Value]) -> Option<Vec<u8>> {
         let s = &self.schema;
         let ix = &s.indexes[i];

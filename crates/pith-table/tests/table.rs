@@ -559,6 +559,38 @@ fn a_unique_entry_with_a_null_from_before_is_read_verified_and_replaced() {
     assert_eq!(keys.len(), 2, "{keys:?}");
     assert!(!keys.contains(&legacy));
     assert_eq!(t.verify().expect("verify"), 2);
+
+    // A build an older version began and this one resumes replaces the
+    // old entries it finds: row 2's entry goes back to the old form, and
+    // the index is marked as building again.
+    let (key, pk) = db
+        .range_cf(&cf, None, None)
+        .expect("range")
+        .map(|kv| kv.expect("entry"))
+        .find(|(k, v)| k.len() > v.len() && k.ends_with(v))
+        .expect("row 2's null entry");
+    let old = key[..key.len() - pk.len()].to_vec();
+    let catalog = db.family(pith_table::CATALOG).expect("catalog");
+    let mut batch = pith::WriteBatch::new();
+    batch.delete_cf(&cf, &key).put_cf(&cf, &old, &pk).put_cf(
+        &catalog,
+        "u/building",
+        "[\"by_code\"]",
+    );
+    db.write(pith::WriteOptions::default(), batch)
+        .expect("write");
+    drop((t, tables));
+    let tables = Tables::open(db.clone()).expect("tables");
+    tables.wait_for_builds("u").expect("resumed build");
+    let t = tables.open_table("u").expect("table");
+    let keys: Vec<Vec<u8>> = db
+        .range_cf(&cf, None, None)
+        .expect("range")
+        .keys()
+        .collect::<pith::Result<_>>()
+        .expect("keys");
+    assert!(keys.contains(&key) && !keys.contains(&old), "{keys:?}");
+    assert_eq!(t.verify().expect("verify"), 2);
 }
 
 #[test]
@@ -609,4 +641,31 @@ fn query_each_streams_what_query_collects_and_stops_when_asked() {
             .expect("stopped");
         assert_eq!((n, &first[..]), (3, &all[..3]));
     }
+    // Past one chunk of rows read at a time (1,024), streamed and stopped.
+    for i in 40..2_600u32 {
+        let r = t
+            .row_from_json(
+                &obj(json!({"id": i, "name": format!("m{i}"), "size": 1})),
+                "t",
+            )
+            .expect("row");
+        t.insert(&r).expect("insert");
+    }
+    let q = Query {
+        index: "by_size".into(),
+        condition: Condition::Eq(vec![Value::UInt(1)]),
+        columns: t.columns(&["text", "id"]).expect("columns"),
+        limit: None,
+        reverse: true,
+    };
+    let all = t.query(&q).expect("query");
+    assert_eq!(all.len(), 2_560 + 6);
+    let mut seen = Vec::new();
+    let n = t
+        .query_each(&q, |row| {
+            seen.push(row.to_vec());
+            seen.len() < 1_500
+        })
+        .expect("stopped");
+    assert_eq!((n, &seen[..]), (1_500, &all[..1_500]));
 }
