@@ -68,8 +68,11 @@ pub(crate) struct Segment {
     /// model outlives every segment using it).
     model: Option<Arc<ModelFile>>,
     /// Copies of the sections a lookup walks, when kept resident (the
-    /// views borrow it instead of `map`).
-    resident: Box<[u64]>,
+    /// views borrow it instead of `map`). A `Vec`, not a `Box`: moving a
+    /// box asserts unique access to what it points to, which the views
+    /// borrowed from it would contradict (Miri's aliasing model flags it);
+    /// a vector's buffer is reached through a raw pointer.
+    resident: Vec<u64>,
     map: FileBytes,
 }
 
@@ -86,14 +89,14 @@ const LOOKUP_SECTIONS: [usize; 5] = [
 /// Copies of `sections[i]` for `i` in [`LOOKUP_SECTIONS`], each starting
 /// on a word boundary, and the byte offset of each copy in it (in
 /// [`LOOKUP_SECTIONS`] order).
-fn resident_copy(sections: &[&[u8]; SECTIONS]) -> (Box<[u64]>, [usize; LOOKUP_SECTIONS.len()]) {
+fn resident_copy(sections: &[&[u8]; SECTIONS]) -> (Vec<u64>, [usize; LOOKUP_SECTIONS.len()]) {
     let mut starts = [0; LOOKUP_SECTIONS.len()];
     let mut end = 0;
     for (start, &i) in starts.iter_mut().zip(&LOOKUP_SECTIONS) {
         *start = end;
         end += sections[i].len().div_ceil(8) * 8;
     }
-    let mut copy = vec![0u64; end / 8].into_boxed_slice();
+    let mut copy = vec![0u64; end / 8];
     let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut copy);
     for (&at, &i) in starts.iter().zip(&LOOKUP_SECTIONS) {
         bytes[at..at + sections[i].len()].copy_from_slice(sections[i]);
@@ -228,13 +231,13 @@ impl Segment {
         let (resident, starts) = if resident {
             resident_copy(&sections)
         } else {
-            (Box::default(), [0; LOOKUP_SECTIONS.len()])
+            (Vec::new(), [0; LOOKUP_SECTIONS.len()])
         };
         if !resident.is_empty() {
             // SAFETY: as for `bytes` above: the copy is a heap allocation
-            // owned by the same struct, never changed or moved out, and
-            // dropped after every view (declaration order); moving the box
-            // does not move what it points to.
+            // owned by the same struct, never changed, grown or moved out,
+            // and dropped after every view (declaration order); moving the
+            // vector does not move its buffer.
             let copy: &'static [u8] = unsafe {
                 std::slice::from_raw_parts(resident.as_ptr().cast::<u8>(), resident.len() * 8)
             };
