@@ -300,10 +300,9 @@ pub(crate) fn walk(build: &Build, t: &Table, building: &[usize]) -> Result<Walke
                 // row's entry in the form it used for a null in a unique
                 // index (`Table::legacy_entry`): it goes, or the row would
                 // have two.
-                let legacy = t.legacy_entry(i, &row).filter(|k| *k != key);
-                if let Some(old) = legacy {
-                    if t.db.get_cf(&t.indexes[i], &old)?.is_some_and(|v| v == *pk) {
-                        stale.push((i, old));
+                if let Some(old) = t.legacy_entry(i, &row, &key, pk) {
+                    if t.db.get_cf(&t.indexes[i], old)?.is_some_and(|v| v == *pk) {
+                        stale.push((i, old.to_vec()));
                     }
                 }
                 entries.push((i, key, value));

@@ -181,8 +181,8 @@ impl Table {
                 }
                 let (key, value) = self.index_entry(i, &row, &pk);
                 let stored = self.db.get_cf_at(&self.indexes[i], &snap, &key)?;
-                let legacy = match (&stored, self.legacy_entry(i, &row)) {
-                    (None, Some(old)) => self.db.get_cf_at(&self.indexes[i], &snap, &old)?,
+                let legacy = match (&stored, self.legacy_entry(i, &row, &key, &pk)) {
+                    (None, Some(old)) => self.db.get_cf_at(&self.indexes[i], &snap, old)?,
                     _ => None,
                 };
                 if stored.or(legacy).as_deref() != Some(&value[..]) {
@@ -216,8 +216,8 @@ impl Table {
                         format!("entry {} names a row that does not exist", escape(&key)),
                     )
                 })?;
-                let legacy = self.legacy_entry(i, &row);
-                if self.index_entry(i, &row, &pk).0 != key && legacy.as_ref() != Some(&key) {
+                let want = self.index_entry(i, &row, &pk).0;
+                if want != key && self.legacy_entry(i, &row, &want, &pk) != Some(&key[..]) {
                     return Err(inconsistent(
                         &ix.name,
                         format!("entry {} does not match its row's values", escape(&key)),

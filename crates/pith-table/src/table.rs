@@ -468,9 +468,8 @@ impl Table {
         for &c in &ix.columns {
             keycode::encode(&mut key, &row[c], s.columns[c].ty);
         }
-        let null = || ix.columns.iter().any(|&c| row[c] == Value::Null);
         match ix.unique {
-            true if null() => {
+            true if self.has_null(i, row) => {
                 key.extend_from_slice(pk);
                 (key, pk.to_vec())
             }
@@ -490,17 +489,28 @@ impl Table {
     /// the index change or the row is deleted (a write that leaves them as
     /// they are leaves it), an index build replaces it, and `verify`
     /// accepts it.
-    pub(crate) fn legacy_entry(&self, i: usize, row: &[Value]) -> Option<Vec<u8>> {
-        let s = &self.schema;
-        let ix = &s.indexes[i];
-        if !ix.unique || !ix.columns.iter().any(|&c| row[c] == Value::Null) {
+    ///
+    /// `key` is today's key of the entry (from [`Table::index_entry`]);
+    /// the legacy one is the same without the primary key at its end.
+    pub(crate) fn legacy_entry<'k>(
+        &self,
+        i: usize,
+        row: &[Value],
+        key: &'k [u8],
+        pk: &[u8],
+    ) -> Option<&'k [u8]> {
+        if !self.schema.indexes[i].unique || !self.has_null(i, row) {
             return None;
         }
-        let mut key = Vec::new();
-        for &c in &ix.columns {
-            keycode::encode(&mut key, &row[c], s.columns[c].ty);
-        }
-        Some(key)
+        key.strip_suffix(pk)
+    }
+
+    /// Whether `row` has a null in a column of index `i`.
+    fn has_null(&self, i: usize, row: &[Value]) -> bool {
+        self.schema.indexes[i]
+            .columns
+            .iter()
+            .any(|&c| row[c] == Value::Null)
     }
 
     /// Adds to `batch` the deletes of the entries of index `i` that row
@@ -514,7 +524,8 @@ impl Table {
         pk: &[u8],
     ) -> Result<()> {
         let (k, _) = self.index_entry(i, old, pk);
-        for k in std::iter::once(k).chain(self.legacy_entry(i, old)) {
+        let legacy = self.legacy_entry(i, old, &k, pk).map(<[u8]>::to_vec);
+        for k in std::iter::once(k).chain(legacy) {
             if self.owns_entry(i, &k, pk)? {
                 batch.delete_cf(&self.indexes[i], k);
             }

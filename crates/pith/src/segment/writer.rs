@@ -95,6 +95,17 @@ pub(crate) fn value_of<'a>(
     Ok(buf)
 }
 
+/// The value behind `v`, lent when `source` holds it in memory, else
+/// copied out.
+fn lent_value<'a>(source: &'a dyn GroupSource, v: &ValueRef) -> Result<Cow<'a, [u8]>> {
+    if let Some(bytes) = source.value_in_memory(v) {
+        return Ok(Cow::Borrowed(bytes));
+    }
+    let mut out = Vec::new();
+    source.value(v, &mut out)?;
+    Ok(Cow::Owned(out))
+}
+
 /// Writes bytes, counting them and keeping a crc32c of the current section.
 struct SectionWriter<W: Write> {
     inner: W,
@@ -189,12 +200,8 @@ impl<'s> Iterator for Values<'s> {
                 if tag_kind(tag) == Kind::Delete {
                     return Some(Cow::Borrowed(&[]));
                 }
-                if let Some(bytes) = self.source.value_in_memory(&v) {
-                    return Some(Cow::Borrowed(bytes));
-                }
-                let mut out = Vec::new();
-                match self.source.value(&v, &mut out) {
-                    Ok(()) => return Some(Cow::Owned(out)),
+                match lent_value(self.source, &v) {
+                    Ok(value) => return Some(value),
                     Err(e) => {
                         *self.error.borrow_mut() = Some(e);
                         return None;
@@ -456,14 +463,7 @@ fn shared_store<W: Write>(
                     b.push_encoded(&e).map_err(&zip_error)?;
                     continue;
                 }
-                let value = match source.value_in_memory(v) {
-                    Some(bytes) => Cow::Borrowed(bytes),
-                    None => {
-                        let mut value = Vec::new();
-                        source.value(v, &mut value)?;
-                        Cow::Owned(value)
-                    }
-                };
+                let value = lent_value(source, v)?;
                 batch_bytes += value.len();
                 batch.push(value);
                 if batch_bytes >= BATCH_BYTES * threads {
