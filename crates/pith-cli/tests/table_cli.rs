@@ -28,6 +28,17 @@ fn s(p: &Path) -> String {
     p.display().to_string()
 }
 
+/// Writes `schema` to `file` and runs `pith table alter --db DB --schema FILE`.
+fn alter(db: &str, file: &Path, schema: &str) -> Output {
+    std::fs::write(file, schema).expect("write the schema");
+    pith(&["table", "alter", "--db", db, "--schema", &s(file)])
+}
+
+/// `pith table query --db DB packages ARGS...`.
+fn query(db: &str, args: &[&str]) -> Output {
+    pith(&[&["table", "query", "--db", db, "packages"], args].concat())
+}
+
 #[test]
 fn the_debian_table_loads_queries_and_verifies() {
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -57,38 +68,34 @@ fn the_debian_table_loads_queries_and_verifies() {
         "{\"package\":\"0ad\",\"version\":\"0.0.26-3\",\"id\":1}\n"
     );
     // Exact on a composite unique index: both columns, as text.
-    let got = ok(&pith(&[
-        "table",
-        "query",
-        "--db",
+    let got = ok(&query(
         &db,
-        "packages",
-        "--index",
-        "by_package_version",
-        "--eq",
-        "0ad",
-        "0.0.26-3",
-        "--columns",
-        "id",
-    ]));
+        &[
+            "--index",
+            "by_package_version",
+            "--eq",
+            "0ad",
+            "0.0.26-3",
+            "--columns",
+            "id",
+        ],
+    ));
     assert_eq!(got, "{\"id\":1}\n");
     // A prefix of a composite index, backward, limited.
-    let got = ok(&pith(&[
-        "table",
-        "query",
-        "--db",
+    let got = ok(&query(
         &db,
-        "packages",
-        "--index",
-        "by_section_size",
-        "--prefix",
-        "games",
-        "--reverse",
-        "--limit",
-        "2",
-        "--columns",
-        "package,installed_size",
-    ]));
+        &[
+            "--index",
+            "by_section_size",
+            "--prefix",
+            "games",
+            "--reverse",
+            "--limit",
+            "2",
+            "--columns",
+            "package,installed_size",
+        ],
+    ));
     let sizes: Vec<u64> = got
         .lines()
         .map(|l| {
@@ -99,35 +106,31 @@ fn the_debian_table_loads_queries_and_verifies() {
         .collect();
     assert!(sizes.len() == 2 && sizes[0] >= sizes[1], "{got}");
     // A range with an exclusive bound, and a regex count.
-    let range = ok(&pith(&[
-        "table",
-        "query",
-        "--db",
+    let range = ok(&query(
         &db,
-        "packages",
-        "--index",
-        "by_section_size",
-        "--from",
-        "games",
-        "1000",
-        "--before",
-        "games",
-        "2000",
-        "--count",
-    ]));
+        &[
+            "--index",
+            "by_section_size",
+            "--from",
+            "games",
+            "1000",
+            "--before",
+            "games",
+            "2000",
+            "--count",
+        ],
+    ));
     assert!(range.trim().parse::<u64>().expect("count") > 0);
-    let dev = ok(&pith(&[
-        "table",
-        "query",
-        "--db",
+    let dev = ok(&query(
         &db,
-        "packages",
-        "--index",
-        "by_package_version",
-        "--regex",
-        "lib.*-dev",
-        "--count",
-    ]));
+        &[
+            "--index",
+            "by_package_version",
+            "--regex",
+            "lib.*-dev",
+            "--count",
+        ],
+    ));
     assert!(dev.trim().parse::<u64>().expect("count") > 100, "{dev}");
     let stats = ok(&pith(&["table", "stats", "--db", &db, "packages"]));
     for name in [
@@ -175,9 +178,10 @@ fn a_bad_row_is_named_by_file_line_and_column_and_nothing_is_loaded() {
         err.contains("rows.jsonl:2") && err.contains("column size"),
         "{err}"
     );
-    let count = ok(&pith(&[
-        "table", "query", "--db", &db, "packages", "--index", "primary", "--from", "0", "--count",
-    ]));
+    let count = ok(&query(
+        &db,
+        &["--index", "primary", "--from", "0", "--count"],
+    ));
     assert_eq!(count.trim(), "0");
 }
 
@@ -198,16 +202,7 @@ fn a_schema_change_adds_and_drops_indexes_and_refuses_a_rewrite() {
     // The printed schema reads back, and altering to it changes nothing.
     let printed = ok(&pith(&["table", "schema", "--db", &db, "packages"]));
     let mut json: serde_json::Value = serde_json::from_str(&printed).expect("schema JSON");
-    let same = tmp.path().join("same.json");
-    std::fs::write(&same, &printed).expect("write");
-    let out = ok(&pith(&[
-        "table",
-        "alter",
-        "--db",
-        &db,
-        "--schema",
-        &s(&same),
-    ]));
+    let out = ok(&alter(&db, &tmp.path().join("same.json"), &printed));
     assert!(out.contains("unchanged"), "{out}");
 
     // An index on an existing column and a new nullable column; one index dropped.
@@ -219,15 +214,7 @@ fn a_schema_change_adds_and_drops_indexes_and_refuses_a_rewrite() {
         .expect("columns")
         .push(serde_json::json!({"name": "rating", "type": "u8", "nullable": true}));
     let next = tmp.path().join("next.json");
-    std::fs::write(&next, json.to_string()).expect("write");
-    let out = ok(&pith(&[
-        "table",
-        "alter",
-        "--db",
-        &db,
-        "--schema",
-        &s(&next),
-    ]));
+    let out = ok(&alter(&db, &next, &json.to_string()));
     for phrase in [
         "column rating (u8) added",
         "index by_arch added",
@@ -236,35 +223,23 @@ fn a_schema_change_adds_and_drops_indexes_and_refuses_a_rewrite() {
     ] {
         assert!(out.contains(phrase), "{phrase}: {out}");
     }
-    let got = ok(&pith(&[
-        "table",
-        "query",
-        "--db",
+    let got = ok(&query(
         &db,
-        "packages",
-        "--index",
-        "by_arch",
-        "--eq",
-        "all",
-        "2to3",
-        "--columns",
-        "package,architecture,rating",
-    ]));
+        &[
+            "--index",
+            "by_arch",
+            "--eq",
+            "all",
+            "2to3",
+            "--columns",
+            "package,architecture,rating",
+        ],
+    ));
     assert_eq!(
         got,
         "{\"package\":\"2to3\",\"architecture\":\"all\",\"rating\":null}\n"
     );
-    let gone = pith(&[
-        "table",
-        "query",
-        "--db",
-        &db,
-        "packages",
-        "--index",
-        "by_homepage",
-        "--eq",
-        "x",
-    ]);
+    let gone = query(&db, &["--index", "by_homepage", "--eq", "x"]);
     assert!(!gone.status.success());
     let verified = ok(&pith(&["table", "verify", "--db", &db, "packages"]));
     assert!(verified.starts_with("ok: 15,860 rows"), "{verified}");
@@ -272,8 +247,7 @@ fn a_schema_change_adds_and_drops_indexes_and_refuses_a_rewrite() {
     // A change that would rewrite rows is refused, saying why; nothing changes.
     json["columns"].as_array_mut().expect("columns").pop();
     json["primary_key"] = serde_json::json!(["package", "version"]);
-    std::fs::write(&next, json.to_string()).expect("write");
-    let refused = pith(&["table", "alter", "--db", &db, "--schema", &s(&next)]);
+    let refused = alter(&db, &next, &json.to_string());
     assert!(!refused.status.success());
     let err = String::from_utf8_lossy(&refused.stderr);
     assert!(
@@ -290,8 +264,7 @@ fn a_schema_change_adds_and_drops_indexes_and_refuses_a_rewrite() {
         .as_array_mut()
         .expect("indexes")
         .push(serde_json::json!({"name": "one_section", "columns": ["section"], "unique": true}));
-    std::fs::write(&next, json.to_string()).expect("write");
-    let failed = pith(&["table", "alter", "--db", &db, "--schema", &s(&next)]);
+    let failed = alter(&db, &next, &json.to_string());
     assert!(!failed.status.success());
     let out = String::from_utf8_lossy(&failed.stdout);
     assert!(

@@ -45,6 +45,20 @@ fn obj(v: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
     v.as_object().expect("object").clone()
 }
 
+/// Every (key, value) of family `cf`, in key order.
+fn entries_of(db: &pith::DB, cf: &pith::ColumnFamily) -> Vec<(Vec<u8>, Vec<u8>)> {
+    db.range_cf(cf, None, None)
+        .expect("range")
+        .collect::<pith::Result<_>>()
+        .expect("entries")
+}
+
+/// Inserts the row `v` (column name -> value) into `t`.
+fn insert_json(t: &Table, v: serde_json::Value) {
+    let row = t.row_from_json(&obj(v), "test").expect("row");
+    t.insert(&row).expect("insert");
+}
+
 fn all_rows(t: &Table) -> Vec<Vec<Value>> {
     t.query(&Query {
         index: PRIMARY.into(),
@@ -131,10 +145,10 @@ fn bad_values_name_table_row_and_column_and_write_nothing() {
 fn get_reads_chosen_columns_and_updates_rewrite_what_changed() {
     let (_dir, _tables, t) = setup();
     for i in 0..50u32 {
-        let row = t
-            .row_from_json(&obj(json!({"id": i, "name": format!("p{i:02}"), "size": i % 5, "text": format!("long text {i}")})), "test")
-            .expect("row");
-        t.insert(&row).expect("insert");
+        insert_json(
+            &t,
+            json!({"id": i, "name": format!("p{i:02}"), "size": i % 5, "text": format!("long text {i}")}),
+        );
     }
     let cols = t.columns(&["text", "id"]).expect("columns");
     assert_eq!(
@@ -319,14 +333,8 @@ fn schema_changes_without_a_rewrite_work_and_others_are_refused() {
         .expect("alter");
     t2.update(&[Value::UInt(4)], &[(8, Value::Int(-5))])
         .expect("update");
-    let mut dup = next.clone();
-    dup["indexes"] = json!([
-        {"name": "by_name", "columns": ["name"], "unique": true},
-        {"name": "by_extra", "columns": ["extra", "size"]},
-        {"name": "one_extra", "columns": ["extra"], "unique": true}
-    ]);
     let t3 = tables
-        .alter(&Schema::from_value(&dup).expect("schema"))
+        .alter(&Schema::from_value(&unique).expect("schema"))
         .expect("alter");
     let e = tables.wait_for_builds("pkgs").expect_err("dups");
     assert!(
@@ -360,13 +368,7 @@ fn verify_finds_an_index_out_of_step_and_tables_survive_reopen() {
             .create(&Schema::from_json(SCHEMA).expect("schema"))
             .expect("create");
         for i in 0..10u32 {
-            let r = t
-                .row_from_json(
-                    &obj(json!({"id": i, "name": format!("n{i}"), "size": 1})),
-                    "t",
-                )
-                .expect("row");
-            t.insert(&r).expect("insert");
+            insert_json(&t, json!({"id": i, "name": format!("n{i}"), "size": 1}));
         }
         assert!(matches!(
             tables.create(t.schema()),
@@ -387,12 +389,7 @@ fn verify_finds_an_index_out_of_step_and_tables_survive_reopen() {
     assert_eq!(t.verify().expect("verify"), 10);
     // Remove one index entry behind the table's back.
     let by_size = db.family(&index_family("pkgs", "by_size")).expect("family");
-    let (key, _) = db
-        .range_cf(&by_size, None, None)
-        .expect("scan")
-        .next()
-        .expect("an entry")
-        .expect("read");
+    let (key, _) = entries_of(&db, &by_size).swap_remove(0);
     db.delete_cf(&by_size, key).expect("delete");
     let e = t.verify().expect_err("out of step");
     assert!(
@@ -522,18 +519,10 @@ fn a_unique_entry_with_a_null_from_before_is_read_verified_and_replaced() {
     let t = tables
         .create(&Schema::from_json(schema).expect("schema"))
         .expect("create");
-    let row = t
-        .row_from_json(&obj(json!({"id": 1, "code": null})), "row")
-        .expect("row");
-    t.insert(&row).expect("insert");
+    insert_json(&t, json!({"id": 1, "code": null}));
     // Rewrite the entry the way the older version keyed it.
     let cf = db.family(&index_family("u", "by_code")).expect("family");
-    let (key, pk) = db
-        .range_cf(&cf, None, None)
-        .expect("range")
-        .next()
-        .expect("one entry")
-        .expect("entry");
+    let (key, pk) = entries_of(&db, &cf).swap_remove(0);
     let legacy = key[..key.len() - pk.len()].to_vec();
     let mut batch = pith::WriteBatch::new();
     batch.delete_cf(&cf, &key).put_cf(&cf, &legacy, &pk);
@@ -543,19 +532,11 @@ fn a_unique_entry_with_a_null_from_before_is_read_verified_and_replaced() {
     let found = t.count("by_code", &Condition::Eq(vec![Value::Null]));
     assert_eq!(found.expect("count"), 1);
     // A second null is no duplicate of it.
-    let two = t
-        .row_from_json(&obj(json!({"id": 2, "code": null})), "row")
-        .expect("row");
-    t.insert(&two).expect("insert");
+    insert_json(&t, json!({"id": 2, "code": null}));
     // The row's change removes the old entry.
     t.update(&[Value::UInt(1)], &[(1, Value::Text("x".into()))])
         .expect("update");
-    let keys: Vec<Vec<u8>> = db
-        .range_cf(&cf, None, None)
-        .expect("range")
-        .keys()
-        .collect::<pith::Result<_>>()
-        .expect("keys");
+    let keys: Vec<Vec<u8>> = entries_of(&db, &cf).into_iter().map(|(k, _)| k).collect();
     assert_eq!(keys.len(), 2, "{keys:?}");
     assert!(!keys.contains(&legacy));
     assert_eq!(t.verify().expect("verify"), 2);
@@ -563,10 +544,8 @@ fn a_unique_entry_with_a_null_from_before_is_read_verified_and_replaced() {
     // A build an older version began and this one resumes replaces the
     // old entries it finds: row 2's entry goes back to the old form, and
     // the index is marked as building again.
-    let (key, pk) = db
-        .range_cf(&cf, None, None)
-        .expect("range")
-        .map(|kv| kv.expect("entry"))
+    let (key, pk) = entries_of(&db, &cf)
+        .into_iter()
         .find(|(k, v)| k.len() > v.len() && k.ends_with(v))
         .expect("row 2's null entry");
     let old = key[..key.len() - pk.len()].to_vec();
@@ -583,12 +562,7 @@ fn a_unique_entry_with_a_null_from_before_is_read_verified_and_replaced() {
     let tables = Tables::open(db.clone()).expect("tables");
     tables.wait_for_builds("u").expect("resumed build");
     let t = tables.open_table("u").expect("table");
-    let keys: Vec<Vec<u8>> = db
-        .range_cf(&cf, None, None)
-        .expect("range")
-        .keys()
-        .collect::<pith::Result<_>>()
-        .expect("keys");
+    let keys: Vec<Vec<u8>> = entries_of(&db, &cf).into_iter().map(|(k, _)| k).collect();
     assert!(keys.contains(&key) && !keys.contains(&old), "{keys:?}");
     assert_eq!(t.verify().expect("verify"), 2);
 }
@@ -597,13 +571,10 @@ fn a_unique_entry_with_a_null_from_before_is_read_verified_and_replaced() {
 fn query_each_streams_what_query_collects_and_stops_when_asked() {
     let (_dir, _tables, t) = setup();
     for i in 0..40u32 {
-        let r = t
-            .row_from_json(
-                &obj(json!({"id": i, "name": format!("n{i:02}"), "size": i % 7})),
-                "t",
-            )
-            .expect("row");
-        t.insert(&r).expect("insert");
+        insert_json(
+            &t,
+            json!({"id": i, "name": format!("n{i:02}"), "size": i % 7}),
+        );
     }
     let covered = t.columns(&["size", "name", "id"]).expect("columns");
     let not_covered = t.columns(&["text", "id"]).expect("columns");
@@ -624,32 +595,14 @@ fn query_each_streams_what_query_collects_and_stops_when_asked() {
         };
         let all = t.query(&q).expect("query");
         assert_eq!(all.len(), 15);
-        let mut seen = Vec::new();
-        let n = t
-            .query_each(&q, |row| {
-                seen.push(row.to_vec());
-                true
-            })
-            .expect("query_each");
+        let (n, seen) = visit_first(&t, &q, usize::MAX);
         assert_eq!((n, &seen), (15, &all));
-        let mut first = Vec::new();
-        let n = t
-            .query_each(&q, |row| {
-                first.push(row.to_vec());
-                first.len() < 3
-            })
-            .expect("stopped");
+        let (n, first) = visit_first(&t, &q, 3);
         assert_eq!((n, &first[..]), (3, &all[..3]));
     }
     // Past one chunk of rows read at a time (1,024), streamed and stopped.
     for i in 40..2_600u32 {
-        let r = t
-            .row_from_json(
-                &obj(json!({"id": i, "name": format!("m{i}"), "size": 1})),
-                "t",
-            )
-            .expect("row");
-        t.insert(&r).expect("insert");
+        insert_json(&t, json!({"id": i, "name": format!("m{i}"), "size": 1}));
     }
     let q = Query {
         index: "by_size".into(),
@@ -660,12 +613,19 @@ fn query_each_streams_what_query_collects_and_stops_when_asked() {
     };
     let all = t.query(&q).expect("query");
     assert_eq!(all.len(), 2_560 + 6);
+    let (n, seen) = visit_first(&t, &q, 1_500);
+    assert_eq!((n, &seen[..]), (1_500, &all[..1_500]));
+}
+
+/// The rows `query_each` visits when its visitor stops after `most`, and
+/// the count it returns.
+fn visit_first(t: &Table, q: &Query, most: usize) -> (u64, Vec<Vec<Value>>) {
     let mut seen = Vec::new();
     let n = t
-        .query_each(&q, |row| {
+        .query_each(q, |row| {
             seen.push(row.to_vec());
-            seen.len() < 1_500
+            seen.len() < most
         })
-        .expect("stopped");
-    assert_eq!((n, &seen[..]), (1_500, &all[..1_500]));
+        .expect("query_each");
+    (n, seen)
 }
