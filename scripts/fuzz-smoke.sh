@@ -15,11 +15,22 @@ mkdir -p fuzz/corpus/trie_open fuzz/corpus/trie_structure
 cargo run -q --release -p pith-cli -- trie build --keys data/debian-sample.jsonl.zst --out fuzz/corpus/trie_open/debian-sample.trie
 printf 'a\nab\nabc\nb\n' > /tmp/pith-fuzz-keys.txt
 cargo run -q --release -p pith-cli -- trie build --format keys --keys /tmp/pith-fuzz-keys.txt --out fuzz/corpus/trie_open/tiny.trie
-# Keys repeating whole labels, so the trie is format version 2 (shared labels).
+# Keys repeating whole labels, so the trie shares its labels.
 for d in $(seq 0 299); do
   for n in __init__.py setup.py README.md LICENSE.txt x; do echo "lib/pkg$((d % 97))/$d/$n"; done
 done > /tmp/pith-fuzz-shared-keys.txt
 cargo run -q --release -p pith-cli -- trie build --format keys --keys /tmp/pith-fuzz-shared-keys.txt --out fuzz/corpus/trie_open/shared-labels.trie
+# Tries as written before format version 3 (the permutation), which
+# readers still open: the golden dumps of docs/format.md.
+for v in 1 2; do
+  python3 - "$v" > "fuzz/corpus/trie_open/golden-v$v.trie" <<'PY'
+import re, sys
+doc = open("docs/format.md").read()
+block = doc.split("```text golden-trie-v" + sys.argv[1] + "\n", 1)[1].split("```", 1)[0]
+hexes = [h for line in block.splitlines() for h in line.split(":")[-1].split()]
+sys.stdout.buffer.write(bytes(int(h, 16) for h in hexes))
+PY
+done
 cp fuzz/corpus/trie_open/*.trie fuzz/corpus/trie_structure/
 mkdir -p fuzz/corpus/zip_open
 for codec in zstd-dict global; do

@@ -23,9 +23,10 @@
 //! trie must open zero-copy from an mmapped, checksummed file, and neither
 //! crate reads its structures in place from borrowed bytes. [`BitVec::read`]
 //! takes the parts in O(1), so `get(i)` and `rank1(i)` for `i <= len` stay
-//! in bounds whatever the bytes hold; [`BitVec::validate`] recomputes the
-//! rank and select directories and rejects any mismatch, and only a
-//! validated vector may be asked to `select1`.
+//! in bounds whatever the bytes hold, and `select1` reads through checked
+//! fetches and ends within a bounded scan; [`BitVec::validate`] recomputes
+//! the rank and select directories and rejects any mismatch, after which
+//! every answer is right.
 
 use pith_enc::packed::{bits_for, Packed};
 
@@ -213,50 +214,63 @@ impl<'a> BitVec<'a> {
         abs + rel + (self.bits[w] & mask).count_ones() as usize
     }
 
-    /// Position of the `r`-th one (zero-based), for `r < ones`.
+    /// Position of the `r`-th one (zero-based), or `len` when `r >= ones`.
+    /// On bytes not validated the answer may be wrong but is at most
+    /// `len`, and the work is bounded.
     #[inline(always)]
     pub(crate) fn select1(&self, r: usize) -> usize {
-        debug_assert!(r < self.ones);
-        let s = r / SAMPLE_ONES;
-        let p = self.samples.get(s) as usize;
+        if r >= self.ones {
+            return self.len;
+        }
+        let p = self.samples.try_get(r / SAMPLE_ONES).unwrap_or(0) as usize;
         let mut rem = (r % SAMPLE_ONES) as u32;
         let mut w = p / 64;
-        let mut word = self.bits[w] & (u64::MAX << (p % 64));
+        let Some(&first) = self.bits.get(w) else {
+            return self.len;
+        };
+        let mut word = first & (u64::MAX << (p % 64));
         for _ in 0..SCAN_WORDS {
             let c = word.count_ones();
             if rem < c {
-                return w * 64 + select_in_word(word, rem) as usize;
+                return (w * 64 + select_in_word(word, rem) as usize).min(self.len);
             }
             rem -= c;
             w += 1;
-            word = self.bits[w];
+            match self.bits.get(w) {
+                Some(&next) => word = next,
+                None => return self.len,
+            }
         }
         self.select_by_blocks(r, p / 512)
     }
 
-    /// Select through the rank blocks, starting at block `lo`.
+    /// Select through the rank blocks, starting at block `lo` (clamped
+    /// reads, at most `len`).
     #[cold]
     fn select_by_blocks(&self, r: usize, mut lo: usize) -> usize {
+        let block = |b: usize| self.rank.get(2 * b).copied().unwrap_or(0) as usize;
         let mut hi = self.rank.len() / 2;
+        if lo >= hi {
+            return self.len;
+        }
         while hi - lo > 1 {
             let mid = lo + (hi - lo) / 2;
-            if self.rank[2 * mid] as usize <= r {
+            if block(mid) <= r {
                 lo = mid;
             } else {
                 hi = mid;
             }
         }
-        let mut rem = r - self.rank[2 * lo] as usize;
-        let rel = self.rank[2 * lo + 1];
-        let mut k = 0;
-        while k < 7 && ((rel >> (9 * k)) & 0x1FF) as usize <= rem {
-            k += 1;
+        let mut rem = r.saturating_sub(block(lo));
+        for w in 8 * lo..8 * lo + 8 {
+            let word = self.bits.get(w).copied().unwrap_or(0);
+            let c = word.count_ones() as usize;
+            if rem < c {
+                return (w * 64 + select_in_word(word, rem as u32) as usize).min(self.len);
+            }
+            rem -= c;
         }
-        if k > 0 {
-            rem -= ((rel >> (9 * (k - 1))) & 0x1FF) as usize;
-        }
-        let w = 8 * lo + k;
-        w * 64 + select_in_word(self.bits[w], rem as u32) as usize
+        self.len
     }
 }
 
@@ -336,6 +350,26 @@ mod tests {
             }
             prop_assert_eq!(bv.rank1(bits.len()), ones);
             prop_assert_eq!(bv.ones(), ones);
+        }
+    }
+
+    #[test]
+    fn select_stays_in_bounds_on_corrupt_directories() {
+        let bits: Vec<bool> = (0..5000).map(|i| i % 3 == 0).collect();
+        let mut words = build(&bits);
+        // The rank blocks and the samples (`count | width | data | 0`):
+        // every data word set to all ones.
+        let rank_at = 2 + 5000 / 64 + 1;
+        let samples_at = rank_at + 2 * (5000usize / 64 + 1).div_ceil(8);
+        words[rank_at..samples_at].fill(u64::MAX);
+        let (count, width) = (words[samples_at] as usize, words[samples_at + 1] as u32);
+        let data = pith_enc::packed::words_for(count, width).unwrap();
+        words[samples_at + 2..samples_at + 2 + data].fill(u64::MAX);
+        let mut r = WordReader::new(&words, 0);
+        let bv = BitVec::read(&mut r, "test").unwrap();
+        assert!(bv.validate().is_err());
+        for k in 0..5000 {
+            assert!(bv.select1(k) <= 5000);
         }
     }
 

@@ -9,8 +9,12 @@
 //! one byte are recorded as `(key, start, end)` triples (12 bytes each) and
 //! encoded at the end, after the label symbol table has been trained.
 //!
+//! Each key's level (the depth of its terminal) is recorded for the key
+//! ids ([`crate::levels`]): levels are popped from the FIFO in order, so a
+//! level's first edge and the terminals before it are known as it starts.
+//!
 //! Memory bound: key bytes (kept in pages of up to 4 MiB that are never
-//! reallocated) + 12 bytes per key + 12 bytes per multi-byte label + about
+//! reallocated) + 16 bytes per key + 12 bytes per multi-byte label + about
 //! 16 bits per edge + the output. `Vec` growth can double the per-key and
 //! per-label arrays at worst.
 
@@ -21,9 +25,11 @@ use pith_enc::prefix::common_len;
 use crate::edges::EdgesBuilder;
 use crate::error::{Error, Result};
 use crate::format::{
-    write_header, AlignedBytes, FormatVersion, Header, FLAG_ROOT_TERMINAL, HEADER_BYTES,
+    write_header, AlignedBytes, FormatVersion, Header, FLAG_ROOT_TERMINAL, FLAG_SHARED_LABELS,
+    HEADER_BYTES,
 };
 use crate::labels::{write_labels, Layout};
+use crate::levels::write_levels;
 use crate::perm::write_perm;
 
 /// Accepts keys in strictly increasing byte order and builds a trie.
@@ -115,19 +121,39 @@ impl TrieBuilder {
 
     /// Builds the trie and returns its serialized, checksummed bytes.
     pub fn finish(self) -> Result<AlignedBytes> {
+        self.finish_as(FormatVersion::CURRENT)
+    }
+
+    /// Builds the trie in an older format version, for tests of the readers
+    /// of files written before (version 1 or 2 by the label layout when
+    /// `version` is older than 3).
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub fn finish_legacy(self) -> Result<AlignedBytes> {
+        self.finish_as(FormatVersion::V2)
+    }
+
+    fn finish_as(self, version: FormatVersion) -> Result<AlignedBytes> {
+        let legacy = version != FormatVersion::V3;
         let n = self.spans.len();
         let mut edges = EdgesBuilder::default();
         let mut tails: Vec<(u32, u32, u32)> = Vec::new();
-        let mut pi: Vec<u64> = Vec::with_capacity(n);
-        let mut queue: VecDeque<(usize, usize, usize)> = VecDeque::new();
+        // Per key other than the empty one, in key order: its level.
         let root_terminal = n > 0 && self.key(0).is_empty();
-        if root_terminal {
+        let rt = usize::from(root_terminal);
+        let mut levels: Vec<u32> = vec![0; n - rt];
+        // Per level: its first edge and the TERM edges before it.
+        let (mut edge_start, mut term_start) = (Vec::new(), Vec::new());
+        let mut terminals = 0u64;
+        // Legacy versions only: key index per terminal, breadth-first.
+        let mut pi: Vec<u64> = Vec::new();
+        if legacy && root_terminal {
             pi.push(0);
         }
+        let mut queue: VecDeque<(usize, usize, usize, u32)> = VecDeque::new();
         if n > 0 {
-            queue.push_back((0, n, 0));
+            queue.push_back((0, n, 0, 1));
         }
-        while let Some((lo, hi, depth)) = queue.pop_front() {
+        while let Some((lo, hi, depth, level)) = queue.pop_front() {
             let mut i = lo;
             if self.key(i).len() == depth {
                 i += 1; // this node's own key; recorded with its edge
@@ -145,15 +171,27 @@ impl TrieBuilder {
                     )
                 };
                 let terminal = self.key(i).len() == end;
+                if level as usize > edge_start.len() {
+                    edge_start.push(edges.len() as u64);
+                    term_start.push(terminals);
+                }
                 edges.push(c, [first_child, child, terminal, end - depth > 1]);
                 if end - depth > 1 {
                     tails.push((i as u32, (depth + 1) as u32, end as u32));
                 }
                 if terminal {
-                    pi.push(i as u64);
+                    levels[i - rt] = level;
+                    terminals += 1;
+                    if legacy {
+                        pi.push(i as u64);
+                    }
                 }
                 if child {
-                    queue.push_back((i, j, end));
+                    let deeper = level.checked_add(1).ok_or(Error::TooLarge {
+                        what: "trie depth",
+                        limit: u64::from(u32::MAX),
+                    })?;
+                    queue.push_back((i, j, end, deeper));
                 }
                 i = j;
                 first_child = false;
@@ -167,14 +205,28 @@ impl TrieBuilder {
             .map(|&(k, s, e)| &self.key(k as usize)[s as usize..e as usize]);
         let layout = write_labels(&mut words, labels);
         drop(tails);
-        write_perm(&mut words, &pi);
-
-        let header = Header {
-            version: match layout {
+        edge_start.push(edges.len() as u64);
+        term_start.push(terminals);
+        let mut flags = 0;
+        if root_terminal {
+            flags |= FLAG_ROOT_TERMINAL;
+        }
+        let version = if legacy {
+            write_perm(&mut words, &pi);
+            match layout {
                 Layout::Inline => FormatVersion::V1,
                 Layout::Shared => FormatVersion::V2,
-            },
-            flags: if root_terminal { FLAG_ROOT_TERMINAL } else { 0 },
+            }
+        } else {
+            write_levels(&mut words, &levels, &edge_start, &term_start);
+            if layout == Layout::Shared {
+                flags |= FLAG_SHARED_LABELS;
+            }
+            FormatVersion::V3
+        };
+        let header = Header {
+            version,
+            flags,
             num_keys: n as u64,
             num_edges: edges.len() as u64,
             body_crc: 0, // computed by write_header

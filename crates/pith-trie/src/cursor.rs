@@ -95,14 +95,9 @@ impl<'t, 'a> Cursor<'t, 'a> {
         self.path.clear();
         self.key.clear();
         self.id = Some(id);
-        let mut rank = t.perm.inverse(id as usize);
-        if t.root_terminal {
-            if rank == 0 {
-                return true;
-            }
-            rank -= 1;
-        }
-        let mut e = t.edges.select(TERM, rank);
+        let Some(mut e) = t.terminal_edge(id) else {
+            return true; // the empty key
+        };
         loop {
             self.path.push((e, 0));
             match t.parent_edge(e) {

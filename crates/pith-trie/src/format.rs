@@ -5,9 +5,10 @@
 //!
 //! ```text
 //! 0   magic "PITHTRIE"            32  body length in bytes (multiple of 8)
-//! 8   format version (u32): 1, 2  40  crc32c of the body (u32)
+//! 8   format version (u32): 1-3   40  crc32c of the body (u32)
 //! 12  flags (u32), bit 0: the     44  16 reserved bytes, zero
-//!     empty key is present        60  crc32c of header bytes 0..60 (u32)
+//!     empty key is present; bit   60  crc32c of header bytes 0..60 (u32)
+//!     1 (version 3): shared labels
 //! 16  number of keys (u64)
 //! 24  number of edges (u64)
 //! ```
@@ -32,15 +33,23 @@ pub enum FormatVersion {
     /// layout is smaller; otherwise a trie is written as version 1, byte
     /// for byte as before.
     V2 = 2,
+    /// Key ids by level: instead of version 1's permutation, the level of
+    /// every key in key order, as a Huffman-shaped wavelet tree (4-7 bits
+    /// a key where the permutation took about 19). Labels are inline or
+    /// shared as header flag bit 1 says.
+    V3 = 3,
 }
 
 impl FormatVersion {
     /// The newest version this build writes and reads (it reads every
     /// older one too).
-    pub const CURRENT: FormatVersion = FormatVersion::V2;
+    pub const CURRENT: FormatVersion = FormatVersion::V3;
 }
 
 pub(crate) const FLAG_ROOT_TERMINAL: u32 = 1;
+/// Version 3 and later: the labels are in the shared layout (what version
+/// 2 means for versions 1 and 2).
+pub(crate) const FLAG_SHARED_LABELS: u32 = 2;
 
 /// The parsed header.
 #[derive(Clone, Copy, Debug)]
@@ -125,10 +134,10 @@ pub(crate) fn read_header(bytes: &[u8]) -> Result<(Header, &[u8])> {
     }
     let body = &bytes[HEADER_BYTES..HEADER_BYTES + body_len as usize];
     let h = Header {
-        version: if version == 1 {
-            FormatVersion::V1
-        } else {
-            FormatVersion::V2
+        version: match version {
+            1 => FormatVersion::V1,
+            2 => FormatVersion::V2,
+            _ => FormatVersion::V3,
         },
         flags: le::u32_in(h, 12),
         num_keys: le::u64_in(h, 16),

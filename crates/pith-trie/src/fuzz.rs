@@ -23,7 +23,7 @@ pub fn open_and_query(data: &[u8]) {
 /// On a validated trie: every key found by id looks up to that id, in
 /// increasing key order (a few hundred ids at most). Panics otherwise: the
 /// validation let through a structure the queries disagree on.
-fn check_consistent(trie: &Trie<'_>) {
+pub(crate) fn check_consistent(trie: &Trie<'_>) {
     let mut prev: Option<Vec<u8>> = None;
     for id in 0..(trie.len() as u64).min(300) {
         let key = trie

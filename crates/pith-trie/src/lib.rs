@@ -37,8 +37,12 @@
 //!
 //! Ids are key ranks from the start (TerarkDB's breadth-first ids were not,
 //! and its value store had to be rewritten after the index was built):
-//! breadth-first terminal order is mapped to key order by a succinct
-//! permutation whose inverse walks cycles with shortcuts. The top two levels,
+//! breadth-first terminal order is mapped to key order through the one
+//! thing that map depends on, the level of each key (a level's terminals
+//! are already in key order): per level an Elias-Fano list of its keys'
+//! ranks, and the level sequence as a Huffman-shaped wavelet tree for the
+//! way back, 4-7 bits a key where a stored permutation took about 19. The
+//! top two levels,
 //! where nodes are widest, get byte-indexed tables built at open (in memory
 //! only), the role SuRF gives its LOUDS-dense levels.
 //!
@@ -84,11 +88,13 @@ mod cursor;
 mod edges;
 mod error;
 mod format;
+mod ids;
 // The fuzz entry points are not API: built for this crate's tests, and for
 // the cargo-fuzz targets (`fuzz/`) with the `fuzzing` feature.
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzz;
 mod labels;
+mod levels;
 mod perm;
 mod regex;
 mod symbols;

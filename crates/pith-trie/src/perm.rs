@@ -1,4 +1,7 @@
-//! A permutation with fast forward and inverse, in `n log n (1 + 1/T)` bits.
+//! A permutation with fast forward and inverse, in `n log n (1 + 1/T)` bits:
+//! the key ids of format versions 1 and 2 (version 3 stores the keys' levels
+//! instead, [`crate::levels`]; this is kept to read the files written
+//! before, and written only by the tests' legacy builder).
 //!
 //! The trie numbers its terminal nodes breadth-first (LOUDS order), but a key's
 //! id must be its rank in sorted order, so that ids, key order and the record

@@ -114,6 +114,9 @@ struct Frame {
     /// edges: the next internal sibling's children start there, which
     /// spares a select when siblings are entered in turn.
     last_child: (usize, usize),
+    /// The level of the frame's edges (root children: 1), which spares
+    /// the id of a match a search of the level bounds.
+    level: usize,
 }
 
 /// The keys of a trie matching a [`KeyRegex`], found one at a time in key
@@ -143,6 +146,7 @@ impl<'a> Trie<'a> {
                 state: re.borrow().start,
                 key_len: 0,
                 last_child: (0, 0),
+                level: 1,
             });
         }
         RegexWalk {
@@ -167,7 +171,7 @@ impl<'a> Trie<'a> {
         walk.root_pending = false; // the empty key is below `from`
         walk.stack.clear();
         let re = walk.re.borrow();
-        let (mut state, mut pos) = (re.start, 0);
+        let (mut state, mut pos, mut level) = (re.start, 0, 1);
         let Some(mut range) = (self.edges.len() != 0).then(|| self.children(0)) else {
             return walk;
         };
@@ -185,6 +189,7 @@ impl<'a> Trie<'a> {
                 state,
                 key_len: pos,
                 last_child: (0, 0),
+                level,
             };
             if self.edges.label(e) > from[pos] {
                 walk.stack.push(frame(e, t));
@@ -211,7 +216,7 @@ impl<'a> Trie<'a> {
                     else {
                         break;
                     };
-                    (state, pos, range) = (next, end, below);
+                    (state, pos, range, level) = (next, end, below, level + 1);
                 }
             }
         }
@@ -251,7 +256,7 @@ impl<R: Borrow<KeyRegex>> RegexWalk<'_, '_, R> {
             self.key.clear();
             if re.is_match_at_end(re.start) {
                 self.stats.matches += 1;
-                return Some(trie.perm.get(0) as u64);
+                return Some(0); // the empty key sorts first
             }
         }
         while let Some(frame) = self.stack.last_mut() {
@@ -268,7 +273,7 @@ impl<R: Borrow<KeyRegex>> RegexWalk<'_, '_, R> {
             let e = frame.next;
             frame.next += 1;
             self.stats.visited_edges += 1;
-            let (key_len, parent) = (frame.key_len, frame.state);
+            let (key_len, parent, level) = (frame.key_len, frame.state, frame.level);
             self.key.truncate(key_len);
             trie.push_label(e, &mut self.key);
             let Some(state) = re.feed(parent, &self.key[key_len..]) else {
@@ -282,11 +287,12 @@ impl<R: Borrow<KeyRegex>> RegexWalk<'_, '_, R> {
                     state,
                     key_len: self.key.len(),
                     last_child: (0, 0),
+                    level: level + 1,
                 });
             }
             if trie.edges.bit(TERM, e) && re.is_match_at_end(state) {
                 self.stats.matches += 1;
-                return Some(trie.edge_id(e));
+                return Some(trie.edge_id_at(e, Some(level)));
             }
         }
         None

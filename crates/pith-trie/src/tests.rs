@@ -5,15 +5,30 @@ use std::collections::BTreeSet;
 
 use proptest::prelude::*;
 
-use crate::{build, AlignedBytes, Error, KeyRegex, Trie};
+use crate::{build, AlignedBytes, Error, KeyRegex, Trie, TrieBuilder};
 
 fn trie_of(keys: &BTreeSet<Vec<u8>>) -> AlignedBytes {
     build(keys.iter()).expect("sorted unique keys")
 }
 
-/// Checks every query against the model.
+/// The same trie in the format before version 3 (version 1 or 2), which
+/// the readers must still answer from.
+fn legacy_trie_of(keys: &BTreeSet<Vec<u8>>) -> AlignedBytes {
+    let mut b = TrieBuilder::new();
+    for k in keys {
+        b.push(k).expect("sorted unique keys");
+    }
+    b.finish_legacy().expect("build")
+}
+
+/// Checks every query against the model, in the current format and in the
+/// one before.
 fn check_against_model(keys: &BTreeSet<Vec<u8>>, probes: &[Vec<u8>]) {
-    let bytes = trie_of(keys);
+    check_bytes_against_model(&trie_of(keys), keys, probes);
+    check_bytes_against_model(&legacy_trie_of(keys), keys, probes);
+}
+
+fn check_bytes_against_model(bytes: &AlignedBytes, keys: &BTreeSet<Vec<u8>>, probes: &[Vec<u8>]) {
     let trie = Trie::open_validated(bytes.as_bytes()).expect("open");
     let sorted: Vec<&Vec<u8>> = keys.iter().collect();
     assert_eq!(trie.len(), sorted.len());
@@ -92,7 +107,11 @@ fn check_against_model(keys: &BTreeSet<Vec<u8>>, probes: &[Vec<u8>]) {
 }
 
 fn check_regex(keys: &BTreeSet<Vec<u8>>, pattern: &str) {
-    let bytes = trie_of(keys);
+    check_regex_on(&trie_of(keys), keys, pattern);
+    check_regex_on(&legacy_trie_of(keys), keys, pattern);
+}
+
+fn check_regex_on(bytes: &AlignedBytes, keys: &BTreeSet<Vec<u8>>, pattern: &str) {
     let trie = Trie::open(bytes.as_bytes()).expect("open");
     let model = regex::bytes::Regex::new(&format!(r"\A(?:{pattern})\z")).expect("model regex");
     let want: Vec<(u64, Vec<u8>)> = keys
@@ -165,12 +184,17 @@ fn repeating_keys() -> impl Strategy<Value = BTreeSet<Vec<u8>>> {
 }
 
 fn format_version(bytes: &AlignedBytes) -> u32 {
-    u32::from_le_bytes([
-        bytes.as_bytes()[8],
-        bytes.as_bytes()[9],
-        bytes.as_bytes()[10],
-        bytes.as_bytes()[11],
-    ])
+    pith_enc::le::u32_at(bytes.as_bytes(), 8).expect("a header")
+}
+
+/// Whether the labels are in the shared layout (version 2, or version 3
+/// with header flag bit 1).
+fn shares_labels(bytes: &AlignedBytes) -> bool {
+    match format_version(bytes) {
+        2 => true,
+        3 => pith_enc::le::u32_at(bytes.as_bytes(), 12).is_some_and(|f| f & 2 != 0),
+        _ => false,
+    }
 }
 
 proptest! {
@@ -387,36 +411,77 @@ fn regex_walk_is_the_search_one_match_at_a_time() {
     }
 }
 
-fn sample_bytes() -> AlignedBytes {
-    let keys: BTreeSet<Vec<u8>> = (0..3000u32)
+fn sample_keys() -> BTreeSet<Vec<u8>> {
+    (0..3000u32)
         .map(|i| format!("pkg-{}/{}.{}-{}", i % 311, i % 17, i % 5, i).into_bytes())
-        .collect();
-    trie_of(&keys)
+        .collect()
 }
 
-/// A version-2 trie (shared labels) of 2,400 file-path-like keys.
-fn shared_sample_bytes() -> AlignedBytes {
+fn sample_bytes() -> AlignedBytes {
+    trie_of(&sample_keys())
+}
+
+/// 2,400 file-path-like keys, whose labels repeat (the shared layout).
+fn shared_sample_keys() -> BTreeSet<Vec<u8>> {
     let names = ["__init__.py", "setup.py", "README.md", "LICENSE.txt", "x"];
-    let keys: BTreeSet<Vec<u8>> = (0..480u32)
+    (0..480u32)
         .flat_map(|d| names.map(|n| format!("lib/pkg{}/{}/{n}", d % 97, d).into_bytes()))
-        .collect();
-    let bytes = trie_of(&keys);
-    assert_eq!(format_version(&bytes), 2, "the sample must share labels");
+        .collect()
+}
+
+fn shared_sample_bytes() -> AlignedBytes {
+    let bytes = trie_of(&shared_sample_keys());
+    assert!(shares_labels(&bytes), "the sample must share labels");
     bytes
+}
+
+/// The two samples in both formats: current (inline and shared labels),
+/// then version 1 and version 2.
+fn every_sample() -> Vec<AlignedBytes> {
+    vec![
+        sample_bytes(),
+        shared_sample_bytes(),
+        legacy_trie_of(&sample_keys()),
+        legacy_trie_of(&shared_sample_keys()),
+    ]
 }
 
 #[test]
 fn shared_labels_make_repeating_keys_smaller() {
     let shared = shared_sample_bytes();
+    assert_eq!(format_version(&shared), 3);
     let trie = Trie::open_validated(shared.as_bytes()).unwrap();
     assert!(trie.size_report().label_refs > 0);
-    // Unique labels stay in version 1.
-    assert_eq!(format_version(&sample_bytes()), 1);
+    // Unique labels stay inline.
+    assert!(!shares_labels(&sample_bytes()));
+    assert_eq!(format_version(&legacy_trie_of(&sample_keys())), 1);
+    assert_eq!(format_version(&legacy_trie_of(&shared_sample_keys())), 2);
+}
+
+#[test]
+fn key_levels_are_smaller_than_the_permutation() {
+    for keys in [sample_keys(), shared_sample_keys()] {
+        let (now, before) = (trie_of(&keys), legacy_trie_of(&keys));
+        let now = Trie::open_validated(now.as_bytes()).unwrap().size_report();
+        let before = Trie::open_validated(before.as_bytes())
+            .unwrap()
+            .size_report();
+        assert!(
+            now.permutation < before.permutation,
+            "{} vs {}",
+            now.permutation,
+            before.permutation
+        );
+        assert_eq!(
+            now.total - now.permutation,
+            before.total - before.permutation
+        );
+    }
 }
 
 #[test]
 fn every_single_byte_flip_is_detected() {
-    for good in [sample_bytes(), shared_sample_bytes()] {
+    for good in every_sample() {
         every_flip_is_detected(&good);
     }
 }
@@ -488,7 +553,7 @@ fn fix_checksums(bytes: &mut [u8]) {
 
 #[test]
 fn corrupt_structure_with_valid_checksums_never_panics() {
-    for good in [sample_bytes(), shared_sample_bytes()] {
+    for good in every_sample() {
         corrupt_structure_never_panics(&good);
     }
 }
@@ -515,6 +580,8 @@ fn corrupt_structure_never_panics(good: &AlignedBytes) {
         if let Ok(trie) = Trie::open(aligned.as_bytes()) {
             crate::fuzz::exercise(&trie, &bytes[64..200]);
             if trie.validate().is_ok() {
+                // What validation lets through must answer consistently.
+                crate::fuzz::check_consistent(&trie);
                 valid += 1;
             }
         }
@@ -528,7 +595,9 @@ fn corrupt_structure_never_panics(good: &AlignedBytes) {
 fn open_reads_no_body_and_validate_checks_it() {
     let good = sample_bytes();
     let mut bytes = good.as_bytes().to_vec();
-    let deep = bytes.len() - 100;
+    // A first label byte of the first edge block, which open does not
+    // check (the sections' lengths, which it does, are elsewhere).
+    let deep = 64 + 8 + 5;
     bytes[deep] ^= 0x04;
     let aligned = AlignedBytes::copy_from(&bytes);
     let trie = Trie::open(aligned.as_bytes()).expect("open checks the header only");
@@ -582,15 +651,30 @@ fn trie_is_send_and_sync() {
     assert_send_sync::<Trie<'static>>();
 }
 
-#[test]
-fn golden_bytes_match_docs() {
-    let want = pith_enc::golden::block(include_str!("../../../docs/format.md"), "golden-trie-v1");
-    let got = build([b"a".as_slice(), b"ab", b"b"]).unwrap();
+/// The golden bytes of `name` in docs/format.md, printing the bytes to
+/// paste there when they differ.
+fn assert_golden(name: &str, got: &AlignedBytes) {
+    let want = pith_enc::golden::block(include_str!("../../../docs/format.md"), name);
     assert_eq!(
         got.as_bytes(),
         want.as_slice(),
-        "docs/format.md golden bytes drifted from the encoder"
+        "docs/format.md golden bytes `{name}` drifted from the encoder; now:\n{}",
+        pith_enc::golden::hex(got.as_bytes())
     );
+}
+
+#[test]
+fn golden_bytes_match_docs() {
+    let keys = [b"a".as_slice(), b"ab", b"b"];
+    assert_golden("golden-trie-v3", &build(keys).unwrap());
+    // Version 1, as written before version 3, still opens and answers.
+    let v1 = legacy_trie_of(&keys.iter().map(|k| k.to_vec()).collect());
+    assert_golden("golden-trie-v1", &v1);
+    let trie = Trie::open_validated(v1.as_bytes()).unwrap();
+    for (id, key) in keys.iter().enumerate() {
+        assert_eq!(trie.lookup(key), Some(id as u64));
+        assert_eq!(trie.key(id as u64).as_deref(), Some(*key));
+    }
 }
 
 /// The keys of the version-2 golden trie: four tails, one distinct.
@@ -605,7 +689,7 @@ const GOLDEN_V2_KEYS: [&[u8]; 4] = [
 /// permutation, checksums fixed, but ids no longer in key order.
 #[test]
 fn permutation_out_of_key_order_is_rejected() {
-    let good = build([b"a".as_slice(), b"ab", b"b"]).unwrap();
+    let good = legacy_trie_of(&[b"a".to_vec(), b"ab".to_vec(), b"b".to_vec()].into());
     let mut bytes = good.as_bytes().to_vec();
     // The permutation is the last section: packed(n=3, width=2, words), bitvec, packed.
     // Find its first packed word by searching for n=3, width=2, value word 0b01_10_00 (pi = [0, 2, 1]).
@@ -623,6 +707,40 @@ fn permutation_out_of_key_order_is_rejected() {
         .map(|_| ())
         .unwrap_err();
     assert!(err.to_string().contains("out of key order"), "{err}");
+}
+
+/// Replaces the one place `from` (words) occurs in `bytes` with `to`,
+/// and fixes the checksums.
+fn rewrite_words(bytes: &mut [u8], from: &[u64], to: &[u64]) {
+    let pattern: Vec<u8> = from.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let hits: Vec<usize> = (0..=bytes.len() - pattern.len())
+        .filter(|&i| bytes[i..i + pattern.len()] == pattern[..])
+        .collect();
+    assert_eq!(hits.len(), 1, "{from:?} must occur once");
+    let with: Vec<u8> = to.iter().flat_map(|w| w.to_le_bytes()).collect();
+    bytes[hits[0]..hits[0] + with.len()].copy_from_slice(&with);
+    fix_checksums(bytes);
+}
+
+/// Golden version-3 trie (`a`, `ab`, `b`: key levels `[1, 2, 1]`) with its
+/// level lists or its tree rewritten, directories still valid: each is
+/// caught by validation, by the key-order walk or by the tree check.
+#[test]
+fn key_levels_out_of_key_order_are_rejected() {
+    let good = build([b"a".as_slice(), b"ab", b"b"]).unwrap();
+    // Upper bits of the lists: level 1 holds ranks 0 and 2 (bits 0 and
+    // 3), level 2 rank 1 (bit 4). Rank 1 instead of 2 for level 1 (bit 2).
+    let mut lists = good.as_bytes().to_vec();
+    rewrite_words(&mut lists, &[6, 3, 0b01_1001], &[6, 3, 0b01_0101]);
+    let err = Trie::open_validated(AlignedBytes::copy_from(&lists).as_bytes()).unwrap_err();
+    let caught = ["out of key order", "does not invert"];
+    assert!(caught.iter().any(|c| err.to_string().contains(c)), "{err}");
+    // The tree's one node with its children swapped (packed: count 2,
+    // width 2, leaves 2 and 1): no longer the lists' inverse.
+    let mut tree = good.as_bytes().to_vec();
+    rewrite_words(&mut tree, &[2, 2, 2 | 1 << 2], &[2, 2, 1 | 2 << 2]);
+    let err = Trie::open_validated(AlignedBytes::copy_from(&tree).as_bytes()).unwrap_err();
+    assert!(err.to_string().contains("does not invert"), "{err}");
 }
 
 #[test]
@@ -667,17 +785,17 @@ fn large_trie_top_level_index_matches_model() {
 
 #[test]
 fn golden_v2_bytes_match_docs() {
-    let want = pith_enc::golden::block(include_str!("../../../docs/format.md"), "golden-trie-v2");
-    let got = build(GOLDEN_V2_KEYS).unwrap();
-    assert_eq!(
-        got.as_bytes(),
-        want.as_slice(),
-        "docs/format.md golden bytes drifted from the encoder"
-    );
-    let trie = Trie::open_validated(got.as_bytes()).unwrap();
-    assert_eq!(trie.size_report().label_refs, 24);
-    for (id, key) in GOLDEN_V2_KEYS.iter().enumerate() {
-        assert_eq!(trie.lookup(key), Some(id as u64));
-        assert_eq!(trie.key(id as u64).as_deref(), Some(*key));
+    let keys: BTreeSet<Vec<u8>> = GOLDEN_V2_KEYS.iter().map(|k| k.to_vec()).collect();
+    let v3 = trie_of(&keys);
+    assert_golden("golden-trie-v3-shared", &v3);
+    let v2 = legacy_trie_of(&keys);
+    assert_golden("golden-trie-v2", &v2);
+    for bytes in [v3, v2] {
+        let trie = Trie::open_validated(bytes.as_bytes()).unwrap();
+        assert_eq!(trie.size_report().label_refs, 24);
+        for (id, key) in GOLDEN_V2_KEYS.iter().enumerate() {
+            assert_eq!(trie.lookup(key), Some(id as u64));
+            assert_eq!(trie.key(id as u64).as_deref(), Some(*key));
+        }
     }
 }

@@ -17,9 +17,10 @@
 //! `rank1(has_child, e) + 1`) owns edges `select1(louds, k) ..` up to the next
 //! set `louds` bit. Its parent edge is `select1(has_child, k - 1)`.
 //!
-//! Terminals in breadth-first order are not in key order, so a permutation
-//! maps breadth-first terminal rank to key id ([`crate::perm`]); ids are
-//! therefore exactly ranks in sorted order and id ranges are key ranges.
+//! Terminals in breadth-first order are not in key order, so a map takes
+//! breadth-first terminal rank to key id and back ([`crate::ids`]: the keys'
+//! levels in version 3, a permutation before); ids are therefore exactly
+//! ranks in sorted order and id ranges are key ranges.
 //!
 //! # Trust model: what open checks, what validate checks
 //!
@@ -28,8 +29,8 @@
 //! terminals + empty key = keys, `louds` ones = internal nodes + 1), and
 //! every section's bounds and geometry. [`Trie::validate`] reads every byte:
 //! the body checksum, every rank counter and select sample, label offsets
-//! monotone and inside the pool, the permutation is one with right
-//! shortcuts, every leaf is terminal, every node's children come after its
+//! monotone and inside the pool, the key levels' boundaries and lists (or
+//! the permutation and its shortcuts), every leaf is terminal, every node's children come after its
 //! parent edge, sibling bytes strictly increase, and ids come out in key
 //! order. Only a validated trie promises right answers.
 //!
@@ -56,9 +57,12 @@ use crate::cpu::multiversion;
 use crate::edges::{Edges, HAS_CHILD, HAS_TAIL, LOUDS, TERM};
 use crate::error::{Error, Result};
 use crate::format::{
-    check_body, read_header, FormatVersion, Header, FLAG_ROOT_TERMINAL, HEADER_BYTES,
+    check_body, read_header, FormatVersion, Header, FLAG_ROOT_TERMINAL, FLAG_SHARED_LABELS,
+    HEADER_BYTES,
 };
+use crate::ids::KeyIds;
 use crate::labels::{Labels, Layout};
+use crate::levels::Levels;
 use crate::perm::Perm;
 use crate::symbols::LabelCmp;
 use crate::words::{corrupt, WordReader};
@@ -95,7 +99,7 @@ pub struct Trie<'a> {
     pub(crate) root_terminal: bool,
     pub(crate) edges: Edges<'a>,
     pub(crate) labels: Labels<'a>,
-    pub(crate) perm: Perm<'a>,
+    pub(crate) ids: KeyIds<'a>,
     header: Header,
     body: &'a [u8],
     root: Box<RootIndex>,
@@ -116,7 +120,8 @@ pub struct SizeReport {
     /// The labels' refs to their shared store entries (0 when labels are
     /// stored inline: format version 1).
     pub label_refs: usize,
-    /// Terminal-to-id permutation with its shortcuts.
+    /// The terminal <-> id map: the keys' levels (version 3), or the
+    /// permutation with its shortcuts (versions 1 and 2).
     pub permutation: usize,
     /// Number of edges (nodes other than the root).
     pub edges: usize,
@@ -148,16 +153,25 @@ impl<'a> Trie<'a> {
         let num_keys = h.num_keys as usize;
         let num_edges = h.num_edges as usize;
         let root_terminal = h.flags & FLAG_ROOT_TERMINAL != 0;
-        if h.flags & !FLAG_ROOT_TERMINAL != 0 {
+        let known_flags = match h.version {
+            FormatVersion::V1 | FormatVersion::V2 => FLAG_ROOT_TERMINAL,
+            FormatVersion::V3 => FLAG_ROOT_TERMINAL | FLAG_SHARED_LABELS,
+        };
+        if h.flags & !known_flags != 0 {
             return Err(bad("unknown header flags"));
         }
         let edges = Edges::read(&mut r)?;
         let layout = match h.version {
             FormatVersion::V1 => Layout::Inline,
-            _ => Layout::Shared,
+            FormatVersion::V2 => Layout::Shared,
+            FormatVersion::V3 if h.flags & FLAG_SHARED_LABELS != 0 => Layout::Shared,
+            FormatVersion::V3 => Layout::Inline,
         };
         let labels = Labels::read(&mut r, edges.ones(HAS_TAIL), layout)?;
-        let perm = Perm::read(&mut r, num_keys)?;
+        let ids = match h.version {
+            FormatVersion::V1 | FormatVersion::V2 => KeyIds::Cycles(Perm::read(&mut r, num_keys)?),
+            FormatVersion::V3 => KeyIds::Levels(Levels::read(&mut r)?),
+        };
         if !r.is_empty() {
             return Err(corrupt(r.offset(), "trailing bytes after the last section"));
         }
@@ -166,7 +180,7 @@ impl<'a> Trie<'a> {
             root_terminal,
             edges,
             labels,
-            perm,
+            ids,
             header: h,
             body,
             root: Box::new(RootIndex {
@@ -264,8 +278,11 @@ impl<'a> Trie<'a> {
     fn validate_parts(&self) -> Result<()> {
         self.edges.validate()?;
         self.labels.validate()?;
-        self.perm.validate()?;
-        self.validate_structure()
+        self.validate_structure()?;
+        let terminals = self.edges.ones(TERM);
+        self.ids
+            .validate(&self.edges, terminals, self.root_terminal)?;
+        self.validate_key_order()
     }
 
     fn validate_structure(&self) -> Result<()> {
@@ -288,20 +305,14 @@ impl<'a> Trie<'a> {
                 return bad("a node's children precede its parent edge");
             }
         }
-        self.validate_key_order()
+        Ok(())
     }
 
     /// Walks the trie in key order (depth first, a node's own key before its
     /// children) and checks the ids come out as 0, 1, 2, ...: the promise
     /// that ids are sorted ranks, on which every id range and the cursor rely.
     fn validate_key_order(&self) -> Result<()> {
-        let mut expect = 0u64;
-        if self.root_terminal {
-            if self.perm.get(0) != 0 {
-                return Err(corrupt(HEADER_BYTES, "the empty key does not have id 0"));
-            }
-            expect = 1;
-        }
+        let mut expect = u64::from(self.root_terminal);
         if self.edges.len() == 0 {
             return Ok(());
         }
@@ -314,7 +325,7 @@ impl<'a> Trie<'a> {
             let e = top.0;
             top.0 += 1;
             if self.edges.bit(TERM, e) {
-                if self.edge_id(e) != expect {
+                if self.edge_id_at(e, Some(stack.len())) != expect {
                     return Err(corrupt(
                         HEADER_BYTES,
                         format!("key id {expect} is out of key order"),
@@ -352,7 +363,7 @@ impl<'a> Trie<'a> {
             labels: self.labels.size_bytes(),
             label_pool: self.labels.pool_bytes(),
             label_refs: self.labels.refs_bytes(),
-            permutation: self.perm.size_bytes(),
+            permutation: self.ids.size_bytes(),
             edges: self.edges.len(),
             compressed_labels: self.labels.symbols().mode() == crate::symbols::Mode::Symbols,
         }
@@ -374,8 +385,23 @@ impl<'a> Trie<'a> {
     /// Key id of the terminal node below edge `e`.
     #[inline(always)]
     pub(crate) fn edge_id(&self, e: usize) -> u64 {
-        self.perm
-            .get(usize::from(self.root_terminal) + self.edges.rank(TERM, e)) as u64
+        self.edge_id_at(e, None)
+    }
+
+    /// [`Trie::edge_id`] for an edge at a level the caller counted (root
+    /// children are level 1), which spares a search of the level bounds.
+    #[inline(always)]
+    pub(crate) fn edge_id_at(&self, e: usize, level: Option<usize>) -> u64 {
+        let t = self.edges.rank(TERM, e);
+        self.ids.id(t, level, self.root_terminal, e)
+    }
+
+    /// The edge where key `id` ends, or `None` for the empty key (`id <
+    /// len()`).
+    #[inline(always)]
+    pub(crate) fn terminal_edge(&self, id: u64) -> Option<usize> {
+        let t = self.ids.terminal(id as usize, self.root_terminal)?;
+        Some(self.edges.select(TERM, t))
     }
 
     /// Compares the label of `e` after its first byte with `query`.
@@ -405,7 +431,7 @@ impl<'a> Trie<'a> {
     #[inline(always)]
     fn lookup_impl(&self, key: &[u8]) -> Option<u64> {
         if key.is_empty() {
-            return self.root_terminal.then(|| self.perm.get(0) as u64);
+            return self.root_terminal.then_some(0);
         }
         let first = key[0] as usize;
         let e = self.root.edge[first];
@@ -416,14 +442,19 @@ impl<'a> Trie<'a> {
         let mut pos = 1;
         let mut range = Some(self.root.range[first]);
         let mut row = self.root.row[first];
+        let mut level = 1;
         loop {
             match self.cmp_tail(e, &key[pos..]) {
                 LabelCmp::Prefix(n) => pos += n,
                 _ => return None,
             }
             if pos == key.len() {
-                return self.edges.bit(TERM, e).then(|| self.edge_id(e));
+                return self
+                    .edges
+                    .bit(TERM, e)
+                    .then(|| self.edge_id_at(e, Some(level)));
             }
+            level += 1;
             if !self.edges.bit(HAS_CHILD, e) {
                 return None;
             }
@@ -464,16 +495,11 @@ impl<'a> Trie<'a> {
         if id >= self.num_keys as u64 {
             return false;
         }
-        let mut t = self.perm.inverse(id as usize);
-        if self.root_terminal {
-            if t == 0 {
-                return true;
-            }
-            t -= 1;
-        }
+        let Some(mut e) = self.terminal_edge(id) else {
+            return true; // the empty key
+        };
         // Walk up collecting labels reversed, then reverse the whole key.
         let start = out.len();
-        let mut e = self.edges.select(TERM, t);
         loop {
             let at = out.len();
             self.push_label(e, out);

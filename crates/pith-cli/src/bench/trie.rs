@@ -264,7 +264,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         trie_scan_re_s.median * 1e3
     );
     println!(
-        "trie parts: edges (label bytes, flags, ranks) {}, labels {} (pool {}, {}, {}), permutation {}",
+        "trie parts: edges (label bytes, flags, ranks) {}, labels {} (pool {}, {}, {}), key ids {}",
         fmt_bytes(size.edges_bytes),
         fmt_bytes(size.labels),
         fmt_bytes(size.label_pool),
