@@ -52,13 +52,16 @@
 //! w) + j`. Since `term_start[l - 1]` counts the keys of the levels above,
 //! the `t`-th TERM edge's one is the `t`-th one of `upper`.
 //!
-//! [`Levels::read`] checks the parts' lengths in O(1). Every accessor reads
-//! through `try_get` or clamps, and the tree walk takes at most `m + 1`
-//! steps, so on bytes not validated an answer may be wrong but stays in
-//! bounds and comes. [`Levels::validate`] checks the level boundaries
-//! against the edges, the Elias-Fano geometry, the directories, and that
-//! the tree inverts the lists for every key; the trie's key-order walk then
-//! checks the lists themselves.
+//! [`Levels::read`] checks the parts' lengths in O(1) (at most one level
+//! per edge, fewer tree nodes than levels). Every accessor reads through
+//! `try_get` or clamps, an id is at most the number of keys, and a tree
+//! walk takes at most [`MAX_HEIGHT`] steps, so on bytes not validated an
+//! answer may be wrong but stays in bounds and comes at once.
+//! [`Levels::validate`] checks the level boundaries against the edges, the
+//! Elias-Fano geometry, that the tree is the Huffman tree of the level
+//! counts with every node where its keys put it, canonical widths, the
+//! directories, and that the tree inverts the lists for every key; the
+//! trie's key-order walk then checks the lists themselves.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -194,6 +197,12 @@ fn write_tree(out: &mut Vec<u64>, seq: &[u32], count: &[u64], tree: &HuffmanTree
     push_packed(out, &node_start, bits_for(at));
     push_packed(out, &node_ones, bits_for(ones));
     bits.write(out);
+}
+
+/// True when `p`'s width is `bits_for` its last entry (the writer's choice
+/// for increasing arrays).
+fn canonical_width(p: Packed<'_>) -> bool {
+    p.width() == bits_for(p.len().checked_sub(1).map_or(0, |i| p.get(i)))
 }
 
 /// The level (`1..=depth`) whose range in `starts` (level `l` starting at
@@ -357,6 +366,12 @@ impl HuffmanTree {
     }
 }
 
+/// The deepest a walk down the tree goes: a Huffman tree `h` deep weighs
+/// at least the Fibonacci number `F(h + 2)`, and a trie has fewer than
+/// `2^32` keys, so a real tree is at most 46 deep. Bounds every walk on
+/// bytes not validated.
+const MAX_HEIGHT: usize = 64;
+
 /// A read-only view of the section.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Levels<'a> {
@@ -381,8 +396,10 @@ pub(crate) struct Levels<'a> {
 }
 
 impl<'a> Levels<'a> {
-    /// Takes the section in O(1), checking that its parts agree in length.
-    pub(crate) fn read(r: &mut WordReader<'a>) -> Result<Self> {
+    /// Takes the section of a trie of `edges` edges in O(1), checking that
+    /// its parts agree in length (at most one level per edge, fewer
+    /// internal tree nodes than levels).
+    pub(crate) fn read(r: &mut WordReader<'a>, edges: usize) -> Result<Self> {
         let at = r.offset();
         let root = r.count("key levels", u64::MAX >> 8)?;
         let edge_start = r.packed("level edge starts")?;
@@ -404,6 +421,8 @@ impl<'a> Levels<'a> {
             && low_width.len() == depth
             && children.len() == 2 * m
             && node_start.len() == m + 1
+            && depth <= edges
+            && (m == 0 || m < depth)
             && (root < m + depth || (m + depth == 0 && root == 0));
         if !agree {
             return Err(corrupt(at, "key level parts disagree on their lengths"));
@@ -469,7 +488,8 @@ impl<'a> Levels<'a> {
             .saturating_sub(j);
         let width = at(self.low_width) as u32 & 63;
         let low_at = at(self.low_start).saturating_add(j.saturating_mul(width as usize));
-        (high << width) | bits_at(self.lows, low_at, width) as usize
+        // At most the number of keys, whatever the bytes: callers add to it.
+        ((high << width) | bits_at(self.lows, low_at, width) as usize).min(self.upper.ones())
     }
 
     /// The TERM rank of the edge where the key of rank `r` (among the keys
@@ -478,7 +498,7 @@ impl<'a> Levels<'a> {
     pub(crate) fn terminal(&self, r: usize) -> usize {
         let mut x = self.root;
         let mut i = r;
-        for _ in 0..=self.m {
+        for _ in 0..=self.m.min(MAX_HEIGHT) {
             if x >= self.m {
                 let base = self.term_start.try_get(x - self.m).unwrap_or(0) as usize;
                 return base.saturating_add(i);
@@ -500,6 +520,52 @@ impl<'a> Levels<'a> {
             x = self.children.try_get(2 * x + usize::from(bit)).unwrap_or(0) as usize;
         }
         0
+    }
+
+    /// The tree against the one the level counts make: the same Huffman
+    /// tree, each node as many bits as keys below it, its ones those
+    /// below child 1, in node order (so each walk is as short as the
+    /// writer made it, and a crafted chain of nodes is refused).
+    fn validate_tree(&self) -> Result<()> {
+        let bad = |detail: &str| Err(corrupt(self.at, detail.to_string()));
+        let d = self.depth;
+        let mut count = vec![0u64; d + 1];
+        for (l, c) in count.iter_mut().enumerate().skip(1) {
+            *c = self.term_start.get(l) - self.term_start.get(l - 1);
+        }
+        let want = HuffmanTree::new(&count);
+        let m = want.children.len() / 2;
+        let same = self.m == m
+            && self.root == want.root
+            && (0..2 * m).all(|i| self.children.get(i) == want.children[i]);
+        if !same {
+            return bad("the level tree is not the Huffman tree of the level counts");
+        }
+        // Nodes are numbered breadth-first, so children after parents.
+        let mut below = vec![0u64; m];
+        let size = |x: usize, below: &[u64]| if x < m { below[x] } else { count[x - m + 1] };
+        for k in (0..m).rev() {
+            below[k] = size(want.children[2 * k] as usize, &below)
+                + size(want.children[2 * k + 1] as usize, &below);
+        }
+        let (mut at, mut ones) = (0u64, 0u64);
+        for k in 0..=m {
+            let placed = self.node_start.get(k) == at
+                && self.tree.len() as u64 >= at
+                && self.tree.rank1(at as usize) as u64 == ones
+                && (k == m || self.node_ones.get(k) == ones);
+            if !placed {
+                return bad("a level tree node's bits are not where its keys put them");
+            }
+            if k < m {
+                at += below[k];
+                ones += size(want.children[2 * k + 1] as usize, &below);
+            }
+        }
+        if self.tree.len() as u64 != at {
+            return bad("level tree nodes do not span its bits");
+        }
+        Ok(())
     }
 
     /// The level of the `t`-th TERM edge: a binary search of `term_start`.
@@ -584,8 +650,29 @@ impl<'a> Levels<'a> {
         {
             return bad("level lists do not fill their bits");
         }
-        if self.node_start.get(0) != 0 || self.node_start.get(self.m) as usize != self.tree.len() {
-            return bad("level tree nodes do not span its bits");
+        for l in 1..=d {
+            // Each level's ones inside its own stretch of `upper`.
+            let (first, end) = (self.term_start.get(l - 1), self.term_start.get(l));
+            if first < end {
+                let lo = self.upper.select1(first as usize) as u64;
+                let hi = self.upper.select1(end as usize - 1) as u64;
+                if lo < self.upper_start.get(l - 1) || hi >= self.upper_start.get(l) {
+                    return bad("a level's list spills out of its upper bits");
+                }
+            }
+        }
+        self.validate_tree()?;
+        let widths_ok = self.edge_start.width() == bits_for(edges.len() as u64)
+            && canonical_width(self.term_start)
+            && canonical_width(self.upper_start)
+            && canonical_width(self.low_start)
+            && canonical_width(self.node_start)
+            && self.low_width.width() == bits_for(63)
+            && self.lows.width() == 64
+            && self.children.width() == bits_for((self.m + d).saturating_sub(1) as u64)
+            && self.node_ones.width() == bits_for(self.tree.ones() as u64);
+        if !widths_ok {
+            return bad("a key level array's width is not the canonical one");
         }
         for r in 0..keys {
             let t = self.terminal(r);
@@ -619,7 +706,7 @@ mod tests {
         let mut out = Vec::new();
         write_levels(&mut out, seq, &edge_start, &term_start);
         let mut r = WordReader::new(&out, 0);
-        let levels = Levels::read(&mut r).unwrap();
+        let levels = Levels::read(&mut r, edge_start[depth] as usize).unwrap();
         assert!(r.is_empty());
         levels.upper.validate().unwrap();
         levels.tree.validate().unwrap();
@@ -662,6 +749,73 @@ mod tests {
         roundtrip(&geometric, 16);
     }
 
+    /// The byte offsets of the parts `read` takes, in order.
+    fn part_offsets(words: &[u64]) -> Vec<usize> {
+        let mut r = WordReader::new(words, 0);
+        let mut at = vec![r.offset()];
+        r.word("root").unwrap();
+        for _ in 0..5 {
+            at.push(r.offset());
+            r.packed("part").unwrap();
+        }
+        at.push(r.offset());
+        BitVec::read(&mut r, "upper").unwrap();
+        at.push(r.offset());
+        at
+    }
+
+    /// Lows and low widths of all ones: an id past every key unless
+    /// clamped, which the trie's callers would overflow adding to.
+    #[test]
+    fn ids_stay_below_the_key_count_on_garbage() {
+        let seq: Vec<u32> = (0..500u32).map(|i| 1 + i % 3).collect();
+        let (edge_start, term_start) = (vec![0, 200, 400, 500], vec![0, 167, 334, 500]);
+        let mut out = Vec::new();
+        write_levels(&mut out, &seq, &edge_start, &term_start);
+        let at = part_offsets(&out);
+        // low_width (the 6th part) and lows (the 8th): data after the
+        // count and width words, all ones.
+        for part in [at[5], at[7]] {
+            let (count, width) = (out[part / 8] as usize, out[part / 8 + 1] as u32);
+            let data = pith_enc::packed::words_for(count, width).unwrap();
+            out[part / 8 + 2..part / 8 + 2 + data].fill(u64::MAX);
+        }
+        let mut r = WordReader::new(&out, 0);
+        let levels = Levels::read(&mut r, 500).unwrap();
+        for t in 0..500 {
+            for level in 1..=3 {
+                assert!(levels.id(level, t) <= 500);
+            }
+        }
+    }
+
+    /// A section of a few words claiming 2^40 levels and tree nodes (packed
+    /// arrays of width 0 take no data words): a walk must not try them all.
+    #[test]
+    fn walks_stay_short_on_huge_counts() {
+        let huge = 1u64 << 40;
+        let mut words = vec![0u64]; // root
+        let empty_packed = |out: &mut Vec<u64>, count: u64| out.extend([count, 0, 0]);
+        for _ in 0..4 {
+            empty_packed(&mut words, huge + 1); // edge, term, upper, low starts
+        }
+        empty_packed(&mut words, huge); // low widths
+        BitVecBuilder::with_len(0).write(&mut words); // upper
+        empty_packed(&mut words, 0); // lows
+        empty_packed(&mut words, 2 * (huge - 1)); // children
+        empty_packed(&mut words, huge); // node starts
+        empty_packed(&mut words, huge - 1); // node ones
+        BitVecBuilder::with_len(100).write(&mut words); // tree
+        let mut r = WordReader::new(&words, 0);
+        let levels = Levels::read(&mut r, usize::MAX).unwrap();
+        assert!(r.is_empty());
+        assert_eq!(levels.m, huge as usize - 1);
+        for rank in 0..50 {
+            let _ = levels.terminal(rank);
+            let _ = levels.id(1 + rank, rank);
+        }
+    }
+
     #[test]
     fn walks_stay_bounded_on_garbage() {
         let seq: Vec<u32> = (0..3000u32).map(|i| 1 + (i * 31) % 9).collect();
@@ -686,7 +840,7 @@ mod tests {
                 bad[i] ^= 1 << (x >> 58);
             }
             let mut r = WordReader::new(&bad, 0);
-            if let Ok(levels) = Levels::read(&mut r) {
+            if let Ok(levels) = Levels::read(&mut r, 3000) {
                 for rank in (0..3000).step_by(7) {
                     let _ = levels.terminal(rank);
                     let _ = levels.id(1 + rank % 12, rank);

@@ -736,10 +736,17 @@ fn key_levels_out_of_key_order_are_rejected() {
     let caught = ["out of key order", "does not invert"];
     assert!(caught.iter().any(|c| err.to_string().contains(c)), "{err}");
     // The tree's one node with its children swapped (packed: count 2,
-    // width 2, leaves 2 and 1): no longer the lists' inverse.
+    // width 2, leaves 2 and 1): not the tree the level counts make.
     let mut tree = good.as_bytes().to_vec();
     rewrite_words(&mut tree, &[2, 2, 2 | 1 << 2], &[2, 2, 1 | 2 << 2]);
     let err = Trie::open_validated(AlignedBytes::copy_from(&tree).as_bytes()).unwrap_err();
+    assert!(err.to_string().contains("not the Huffman tree"), "{err}");
+    // Its bits (one per key, `1 0 1` in a bitvec of 3 bits, 2 ones) as
+    // `1 1 0`: the same counts, but key 1 is now sent to level 1, whose
+    // list does not hold it.
+    let mut bits = good.as_bytes().to_vec();
+    rewrite_words(&mut bits, &[3, 2, 0b101], &[3, 2, 0b011]);
+    let err = Trie::open_validated(AlignedBytes::copy_from(&bits).as_bytes()).unwrap_err();
     assert!(err.to_string().contains("does not invert"), "{err}");
 }
 

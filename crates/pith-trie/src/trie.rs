@@ -170,7 +170,7 @@ impl<'a> Trie<'a> {
         let labels = Labels::read(&mut r, edges.ones(HAS_TAIL), layout)?;
         let ids = match h.version {
             FormatVersion::V1 | FormatVersion::V2 => KeyIds::Cycles(Perm::read(&mut r, num_keys)?),
-            FormatVersion::V3 => KeyIds::Levels(Levels::read(&mut r)?),
+            FormatVersion::V3 => KeyIds::Levels(Levels::read(&mut r, num_edges)?),
         };
         if !r.is_empty() {
             return Err(corrupt(r.offset(), "trailing bytes after the last section"));
