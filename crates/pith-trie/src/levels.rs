@@ -105,23 +105,28 @@ pub(crate) fn write_levels(
     write_tree(out, seq, &count, &tree);
 }
 
+/// The low width and the upper bits of the Elias-Fano list of `count`
+/// ranks below `keys`: `floor(log2(keys / count))` low bits (0 for an
+/// empty list), and one upper bit per rank plus one per value of the high
+/// part.
+fn list_shape(keys: u64, count: u64) -> (u32, u64) {
+    match keys.checked_div(count) {
+        Some(q) if q > 0 => {
+            let width = q.ilog2();
+            (width, ((keys - 1) >> width) + count)
+        }
+        _ => (0, 0),
+    }
+}
+
 /// The Elias-Fano lists of each level's key ranks.
 fn write_lists(out: &mut Vec<u64>, seq: &[u32], count: &[u64]) {
     let depth = count.len() - 1;
     let n = seq.len() as u64;
-    let width = |l: usize| -> u32 {
-        match n.checked_div(count[l]) {
-            Some(q) if q > 0 => q.ilog2(),
-            _ => 0,
-        }
-    };
+    let width = |l: usize| list_shape(n, count[l]).0;
     let (mut upper_start, mut low_start) = (vec![0u64], vec![0u64]);
     for l in 1..=depth {
-        let upper = if count[l] == 0 {
-            0
-        } else {
-            ((n - 1) >> width(l)) + count[l]
-        };
+        let upper = list_shape(n, count[l]).1;
         upper_start.push(upper_start[l - 1] + upper);
         low_start.push(low_start[l - 1] + count[l] * u64::from(width(l)));
     }
@@ -627,15 +632,7 @@ impl<'a> Levels<'a> {
         }
         for l in 1..=d {
             let count = self.term_start.get(l) - self.term_start.get(l - 1);
-            let width = match n.checked_div(count) {
-                Some(q) if q > 0 => q.ilog2(),
-                _ => 0,
-            };
-            let upper = if count == 0 {
-                0
-            } else {
-                ((n - 1) >> width) + count
-            };
+            let (width, upper) = list_shape(n, count);
             let geometry_ok = self.low_width.get(l - 1) == u64::from(width)
                 && self.upper_start.get(l) == self.upper_start.get(l - 1) + upper
                 && self.low_start.get(l) == self.low_start.get(l - 1) + count * u64::from(width);
