@@ -197,15 +197,21 @@ impl TrieBuilder {
                 first_child = false;
             }
         }
+        // What the walk and the edges no longer need goes before the
+        // labels are encoded, the builder's peak (the queue keeps the
+        // capacity of its widest level).
+        drop(queue);
+        let num_edges = edges.len();
         // The header is filled in last, over the first words.
         let mut words: Vec<u64> = vec![0; HEADER_BYTES / 8];
         edges.write(&mut words)?;
+        drop(edges);
         let labels = tails
             .iter()
             .map(|&(k, s, e)| &self.key(k as usize)[s as usize..e as usize]);
         let layout = write_labels(&mut words, labels);
         drop(tails);
-        edge_start.push(edges.len() as u64);
+        edge_start.push(num_edges as u64);
         term_start.push(terminals);
         let mut flags = 0;
         if root_terminal {
@@ -228,7 +234,7 @@ impl TrieBuilder {
             version,
             flags,
             num_keys: n as u64,
-            num_edges: edges.len() as u64,
+            num_edges: num_edges as u64,
             body_crc: 0, // computed by write_header
         };
         let (head, rest) =
