@@ -236,3 +236,42 @@ fn segment_with_a_deadline_matches_docs() {
     assert_eq!(seg.deadline(1), crate::dbformat::NO_DEADLINE);
     assert_eq!(seg.deadline(2), crate::dbformat::NO_DEADLINE);
 }
+
+/// Segments written before trie format version 3, whose tries hold their
+/// key ids as a permutation (`crates/pith/testdata/legacy-segments.md`):
+/// they open, verify and answer, so databases written then keep working.
+#[test]
+fn segments_written_before_trie_v3_still_open_and_read() {
+    use crate::dbformat::{tag_kind, Kind, NO_DEADLINE};
+    use crate::segment::bloom::hash;
+    let doc = include_str!("../testdata/legacy-segments.md");
+    for (name, deadline) in [
+        ("legacy-segment-v1-trie-v1", NO_DEADLINE),
+        ("legacy-segment-v2-trie-v1", 1_767_225_600_000),
+    ] {
+        let bytes = pith_enc::golden::block(doc, name);
+        let seg = crate::segment::Segment::from_bytes(
+            crate::env::FileBytes::heap(bytes),
+            std::path::Path::new(name),
+            1,
+            &|_| None,
+            true,
+        )
+        .expect("a segment written before trie version 3 opens");
+        seg.verify().expect("verify");
+        assert_eq!((seg.keys(), seg.records()), (2, 3));
+        assert_eq!(seg.deadline(0), deadline);
+        let get = |key: &[u8], snap: u64| {
+            let mut value = Vec::new();
+            let found = seg
+                .get(key, hash(key), snap, 0, Some(&mut value))
+                .expect("get");
+            found.map(|(tag, _)| (tag_kind(tag), value))
+        };
+        assert_eq!(get(b"apple", u64::MAX), Some((Kind::Put, b"red".to_vec())));
+        assert_eq!(get(b"apple", 2), Some((Kind::Put, b"green".to_vec())));
+        assert_eq!(get(b"banana", u64::MAX), Some((Kind::Delete, Vec::new())));
+        assert_eq!(get(b"cherry", u64::MAX), None);
+        assert_eq!(get(b"appl", u64::MAX), None);
+    }
+}

@@ -15,7 +15,7 @@
 //! through `Arc` by readers, iterators and merges, and its file is deleted
 //! only after the last `Arc` is gone (see `Segment::drop`).
 
-mod bloom;
+pub(crate) mod bloom;
 pub(crate) mod cursor;
 mod expiry;
 pub(crate) mod format;
