@@ -211,7 +211,10 @@ impl<'a> BitVec<'a> {
             ((self.rank[2 * b + 1] >> (9 * (k - 1))) & 0x1FF) as usize
         };
         let mask = (1u64 << (i % 64)) - 1;
-        abs + rel + (self.bits[w] & mask).count_ones() as usize
+        // Wrapping: a corrupt counter (bytes not validated) gives a wrong
+        // rank, never an overflow panic; valid counters never wrap.
+        abs.wrapping_add(rel)
+            .wrapping_add((self.bits[w] & mask).count_ones() as usize)
     }
 
     /// Position of the `r`-th one (zero-based), or `len` when `r >= ones`.
@@ -370,6 +373,24 @@ mod tests {
         assert!(bv.validate().is_err());
         for k in 0..5000 {
             assert!(bv.select1(k) <= 5000);
+        }
+    }
+
+    /// Rank counters of all ones (bytes not validated): `rank1` gives some
+    /// number, and no overflow panic (found by the `trie_open` fuzzer
+    /// through the level tree of a version-3 trie).
+    #[test]
+    fn rank_does_not_overflow_on_corrupt_counters() {
+        let bits: Vec<bool> = (0..3000).map(|i| i % 7 == 0).collect();
+        let mut words = build(&bits);
+        let rank_at = 2 + 3000 / 64 + 1;
+        let rank_words = 2 * (3000usize / 64 + 1).div_ceil(8);
+        words[rank_at..rank_at + rank_words].fill(u64::MAX);
+        let mut r = WordReader::new(&words, 0);
+        let bv = BitVec::read(&mut r, "test").unwrap();
+        assert!(bv.validate().is_err());
+        for i in 0..=3000 {
+            let _ = bv.rank1(i);
         }
     }
 

@@ -786,6 +786,33 @@ mod tests {
         }
     }
 
+    /// The tree's rank counters all ones: the walk from a key rank down
+    /// the tree must not overflow adding them (the `trie_open` fuzzer's
+    /// find, in `BitVec::rank1`).
+    #[test]
+    fn tree_walk_survives_corrupt_rank_counters() {
+        let seq: Vec<u32> = (0..900u32).map(|i| 1 + (i * 7) % 5).collect();
+        let (edge_start, term_start) = (
+            vec![0, 180, 360, 540, 720, 900],
+            vec![0, 180, 360, 540, 720, 900],
+        );
+        let mut out = Vec::new();
+        write_levels(&mut out, &seq, &edge_start, &term_start);
+        // The tree is the last part: nbits, ones, bits, then rank blocks.
+        let mut r = WordReader::new(&out, 0);
+        let levels = Levels::read(&mut r, 900).unwrap();
+        let nbits = levels.tree.len();
+        let tree_at = out.len() - (levels.tree.size_bytes() / 8);
+        let rank_at = tree_at + 2 + nbits / 64 + 1;
+        let rank_words = 2 * (nbits / 64 + 1).div_ceil(8);
+        out[rank_at..rank_at + rank_words].fill(u64::MAX);
+        let mut r = WordReader::new(&out, 0);
+        let levels = Levels::read(&mut r, 900).unwrap();
+        for rank in 0..900 {
+            let _ = levels.terminal(rank);
+        }
+    }
+
     /// A section of a few words claiming 2^40 levels and tree nodes (packed
     /// arrays of width 0 take no data words): a walk must not try them all.
     #[test]
