@@ -123,39 +123,53 @@ fn list_shape(keys: u64, count: u64) -> (u32, u64) {
 fn write_lists(out: &mut Vec<u64>, seq: &[u32], count: &[u64]) {
     let depth = count.len() - 1;
     let n = seq.len() as u64;
-    let width = |l: usize| list_shape(n, count[l]).0;
+    let shape: Vec<(u32, u64)> = count.iter().map(|&c| list_shape(n, c)).collect();
     let (mut upper_start, mut low_start) = (vec![0u64], vec![0u64]);
     for l in 1..=depth {
-        let upper = list_shape(n, count[l]).1;
+        let (width, upper) = shape[l];
         upper_start.push(upper_start[l - 1] + upper);
-        low_start.push(low_start[l - 1] + count[l] * u64::from(width(l)));
+        low_start.push(low_start[l - 1] + count[l] * u64::from(width));
     }
     let mut upper = BitVecBuilder::with_len(upper_start[depth] as usize);
-    let mut lows = BitString::default();
-    lows.words
-        .resize((low_start[depth] as usize).div_ceil(64), 0);
+    let mut lows = vec![0u64; (low_start[depth] as usize).div_ceil(64)];
     let mut seen = vec![0u64; depth + 1];
     for (r, &l) in seq.iter().enumerate() {
         let l = l as usize;
-        let (w, j) = (width(l), seen[l]);
+        let (w, j) = (shape[l].0, seen[l]);
         seen[l] += 1;
         let r = r as u64;
         upper.set((upper_start[l - 1] + (r >> w) + j) as usize);
-        lows.put(
+        put_bits(
+            &mut lows,
             (low_start[l - 1] + j * u64::from(w)) as usize,
             r & mask(w),
             w,
         );
     }
-    let widths: Vec<u64> = (1..=depth).map(|l| u64::from(width(l))).collect();
+    let widths: Vec<u64> = shape[1..].iter().map(|&(w, _)| u64::from(w)).collect();
     push_packed(out, &upper_start, bits_for(upper_start[depth]));
     push_packed(out, &low_start, bits_for(low_start[depth]));
     push_packed(out, &widths, bits_for(63));
     upper.write(out);
-    push_packed(out, &lows.words, 64);
+    push_packed(out, &lows, 64);
 }
 
-/// The wavelet tree of `seq`.
+/// Sets the `width` bits of `words` from bit `pos` to `value` (they were
+/// zero); the words are allocated already.
+fn put_bits(words: &mut [u64], pos: usize, value: u64, width: u32) {
+    if width == 0 {
+        return;
+    }
+    let (w, off) = (pos / 64, (pos % 64) as u32);
+    words[w] |= value << off;
+    if off + width > 64 {
+        words[w + 1] |= value >> (64 - off);
+    }
+}
+
+/// The wavelet tree of `seq`: each key's code, root first, as one bit in
+/// every node it passes, written straight to where [`node_layout`] puts
+/// that node.
 fn write_tree(out: &mut Vec<u64>, seq: &[u32], count: &[u64], tree: &HuffmanTree) {
     let depth = count.len() - 1;
     let m = tree.children.len() / 2;
@@ -164,8 +178,7 @@ fn write_tree(out: &mut Vec<u64>, seq: &[u32], count: &[u64], tree: &HuffmanTree
         &tree.children,
         bits_for((m + depth).saturating_sub(1) as u64),
     );
-    // Each key's code, root first, appended to the nodes it passes.
-    let mut node_bits: Vec<BitString> = vec![BitString::default(); m];
+    let (node_start, node_ones) = node_layout(tree, count);
     let paths: Vec<Vec<(usize, bool)>> = (0..=depth)
         .map(|l| {
             if l > 0 && count[l] > 0 {
@@ -175,33 +188,41 @@ fn write_tree(out: &mut Vec<u64>, seq: &[u32], count: &[u64], tree: &HuffmanTree
             }
         })
         .collect();
+    let mut bits = BitVecBuilder::with_len(node_start[m] as usize);
+    let mut next = node_start.clone();
     for &l in seq {
         for &(node, bit) in &paths[l as usize] {
-            node_bits[node].push(bit);
-        }
-    }
-    let mut node_start = Vec::with_capacity(m + 1);
-    let mut node_ones = Vec::with_capacity(m);
-    let (mut at, mut ones) = (0u64, 0u64);
-    for b in &node_bits {
-        node_start.push(at);
-        node_ones.push(ones);
-        at += b.len as u64;
-        ones += b.ones;
-    }
-    node_start.push(at);
-    let mut bits = BitVecBuilder::with_len(at as usize);
-    for (b, &start) in node_bits.iter().zip(&node_start) {
-        for i in 0..b.len {
-            if b.get(i) {
-                bits.set(start as usize + i);
+            if bit {
+                bits.set(next[node] as usize);
             }
+            next[node] += 1;
         }
     }
-    drop(node_bits);
-    push_packed(out, &node_start, bits_for(at));
-    push_packed(out, &node_ones, bits_for(ones));
+    push_packed(out, &node_start, bits_for(node_start[m]));
+    let ones = node_ones.last().copied().unwrap_or(0);
+    push_packed(out, &node_ones[..m], bits_for(ones));
     bits.write(out);
+}
+
+/// Where the tree's nodes lie in its bit vector, from the level counts:
+/// `node_start` (`m + 1` entries, the total last), and the ones before
+/// each node (`m + 1` entries, the total last). A node holds one bit per
+/// key below it, a one per key below its child 1; nodes are numbered
+/// breadth-first, so children come after their parents.
+fn node_layout(tree: &HuffmanTree, count: &[u64]) -> (Vec<u64>, Vec<u64>) {
+    let m = tree.children.len() / 2;
+    let size = |x: usize, below: &[u64]| if x < m { below[x] } else { count[x - m + 1] };
+    let mut below = vec![0u64; m];
+    for k in (0..m).rev() {
+        below[k] = size(tree.children[2 * k] as usize, &below)
+            + size(tree.children[2 * k + 1] as usize, &below);
+    }
+    let (mut starts, mut ones) = (vec![0u64], vec![0u64]);
+    for k in 0..m {
+        starts.push(starts[k] + below[k]);
+        ones.push(ones[k] + size(tree.children[2 * k + 1] as usize, &below));
+    }
+    (starts, ones)
 }
 
 /// True when `p`'s width is `bits_for` its last entry (the writer's choice
@@ -239,44 +260,6 @@ fn bits_at(words: Packed<'_>, pos: usize, width: u32) -> u64 {
         .checked_shl(64 - off)
         .unwrap_or(0);
     (lo | hi) & mask(width)
-}
-
-/// A growable bit string, for one node's bits while building.
-#[derive(Clone, Default)]
-struct BitString {
-    words: Vec<u64>,
-    len: usize,
-    ones: u64,
-}
-
-impl BitString {
-    fn push(&mut self, bit: bool) {
-        if self.len % 64 == 0 {
-            self.words.push(0);
-        }
-        if bit {
-            self.words[self.len / 64] |= 1 << (self.len % 64);
-            self.ones += 1;
-        }
-        self.len += 1;
-    }
-
-    fn get(&self, i: usize) -> bool {
-        (self.words[i / 64] >> (i % 64)) & 1 == 1
-    }
-
-    /// Sets the `width` bits from `pos` to `value` (they were zero), in
-    /// words already allocated.
-    fn put(&mut self, pos: usize, value: u64, width: u32) {
-        if width == 0 {
-            return;
-        }
-        let (w, off) = (pos / 64, (pos % 64) as u32);
-        self.words[w] |= value << off;
-        if off + width > 64 {
-            self.words[w + 1] |= value >> (64 - off);
-        }
-    }
 }
 
 /// The Huffman tree over the levels that have keys, numbered for the
@@ -546,15 +529,9 @@ impl<'a> Levels<'a> {
         if !same {
             return bad("the level tree is not the Huffman tree of the level counts");
         }
-        // Nodes are numbered breadth-first, so children after parents.
-        let mut below = vec![0u64; m];
-        let size = |x: usize, below: &[u64]| if x < m { below[x] } else { count[x - m + 1] };
-        for k in (0..m).rev() {
-            below[k] = size(want.children[2 * k] as usize, &below)
-                + size(want.children[2 * k + 1] as usize, &below);
-        }
-        let (mut at, mut ones) = (0u64, 0u64);
+        let (starts, ones_before) = node_layout(&want, &count);
         for k in 0..=m {
+            let (at, ones) = (starts[k], ones_before[k]);
             let placed = self.node_start.get(k) == at
                 && self.tree.len() as u64 >= at
                 && self.tree.rank1(at as usize) as u64 == ones
@@ -562,12 +539,8 @@ impl<'a> Levels<'a> {
             if !placed {
                 return bad("a level tree node's bits are not where its keys put them");
             }
-            if k < m {
-                at += below[k];
-                ones += size(want.children[2 * k + 1] as usize, &below);
-            }
         }
-        if self.tree.len() as u64 != at {
+        if self.tree.len() as u64 != starts[m] {
             return bad("level tree nodes do not span its bits");
         }
         Ok(())
