@@ -121,19 +121,20 @@ impl TrieBuilder {
 
     /// Builds the trie and returns its serialized, checksummed bytes.
     pub fn finish(self) -> Result<AlignedBytes> {
-        self.finish_as(FormatVersion::CURRENT)
+        self.finish_as(false)
     }
 
-    /// Builds the trie in an older format version, for tests of the readers
-    /// of files written before (version 1 or 2 by the label layout when
-    /// `version` is older than 3).
+    /// Builds the trie as written before format version 3 (version 1, or
+    /// 2 when the labels are shared), for tests of the readers of those
+    /// files.
     #[cfg(any(test, feature = "fuzzing"))]
     pub fn finish_legacy(self) -> Result<AlignedBytes> {
-        self.finish_as(FormatVersion::V2)
+        self.finish_as(true)
     }
 
-    fn finish_as(self, version: FormatVersion) -> Result<AlignedBytes> {
-        let legacy = version != FormatVersion::V3;
+    /// Builds the trie, its key ids as a permutation (`legacy`: versions 1
+    /// and 2) or by level (version 3).
+    fn finish_as(self, legacy: bool) -> Result<AlignedBytes> {
         let n = self.spans.len();
         let mut edges = EdgesBuilder::default();
         let mut tails: Vec<(u32, u32, u32)> = Vec::new();

@@ -33,10 +33,11 @@ pub enum FormatVersion {
     /// layout is smaller; otherwise a trie is written as version 1, byte
     /// for byte as before.
     V2 = 2,
-    /// Key ids by level: instead of version 1's permutation, the level of
-    /// every key in key order, as a Huffman-shaped wavelet tree (4-7 bits
-    /// a key where the permutation took about 19). Labels are inline or
-    /// shared as header flag bit 1 says.
+    /// Key ids by level: instead of version 1's permutation, each level's
+    /// keys' ranks as Elias-Fano lists and the level of every key in key
+    /// order as a Huffman-shaped wavelet tree (11-15 bits a key measured,
+    /// where the permutation took 19-23). Labels are inline or shared as
+    /// header flag bit 1 says.
     V3 = 3,
 }
 

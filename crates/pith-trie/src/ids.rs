@@ -3,10 +3,10 @@
 //!
 //! A key's id is its rank in sorted order, but the trie numbers its
 //! terminals breadth-first. Versions 1 and 2 store the map between the two
-//! as a permutation with cycle shortcuts ([`crate::perm`], about 19 bits a
-//! key); version 3 stores only the level of each key in key order
-//! ([`crate::levels`], about 4-7 bits a key), which is all the map depends
-//! on. Terminal ranks here count TERM edges only; the empty key, when
+//! as a permutation with cycle shortcuts ([`crate::perm`], 19-23 bits a
+//! key measured); version 3 stores only the level of each key in key
+//! order ([`crate::levels`], 11-15 bits a key), which is all the map
+//! depends on. Terminal ranks here count TERM edges only; the empty key, when
 //! present, is id 0 in both and handled by the trie.
 
 use crate::edges::Edges;

@@ -29,10 +29,10 @@
 //! terminals + empty key = keys, `louds` ones = internal nodes + 1), and
 //! every section's bounds and geometry. [`Trie::validate`] reads every byte:
 //! the body checksum, every rank counter and select sample, label offsets
-//! monotone and inside the pool, the key levels' boundaries and lists (or
-//! the permutation and its shortcuts), every leaf is terminal, every node's children come after its
-//! parent edge, sibling bytes strictly increase, and ids come out in key
-//! order. Only a validated trie promises right answers.
+//! monotone and inside the pool, the key levels' boundaries, lists and
+//! tree (or the permutation and its shortcuts), every leaf is terminal,
+//! every node's children come after its parent edge, sibling bytes
+//! strictly increase, and ids come out in key order. Only a validated trie promises right answers.
 //!
 //! On bytes that were opened but not validated (corrupt yet checksum-valid,
 //! or never checked) every query still stays in bounds, never panics and
