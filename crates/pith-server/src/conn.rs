@@ -52,10 +52,9 @@ where
             (c.timeout, limits, c.client_query_buffer_limit)
         };
         let read = async {
-            let killed = entry.kill.notified();
             tokio::select! {
                 r = stream.read_buf(&mut input) => Some(r),
-                _ = killed => None,
+                _ = crate::server::raised(&entry.killed, &entry.kill) => None,
             }
         };
         let read = match timeout {

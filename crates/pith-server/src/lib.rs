@@ -240,7 +240,7 @@ async fn accept_loop(
     loop {
         let accepted = tokio::select! {
             a = listener.accept() => a,
-            _ = server.shutdown.notified() => return,
+            _ = server::raised(&server.stopping, &server.shutdown) => return,
         };
         if server.stopping.load(std::sync::atomic::Ordering::Acquire) {
             return;
@@ -268,6 +268,8 @@ async fn accept_loop(
                     });
                 }
             },
+            // Shutdown began while this one was accepted: it just goes.
+            None if server.stopping.load(std::sync::atomic::Ordering::Acquire) => return,
             None if tls.is_some() => {
                 // No error reply in clear text on a TLS port.
                 drop(stream);

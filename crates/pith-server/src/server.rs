@@ -123,10 +123,17 @@ impl Server {
         self.started.elapsed().as_secs()
     }
 
-    /// Registers a new client; `None` when `maxclients` are connected.
+    /// Registers a new client; `None` when `maxclients` are connected or
+    /// shutdown began. (A client registered before [`begin_shutdown`]
+    /// looks at the list is killed by it; one after sees `stopping`.)
+    ///
+    /// [`begin_shutdown`]: Server::begin_shutdown
     pub fn connect(&self, addr: SocketAddr) -> Option<Arc<ClientEntry>> {
         let max = lock(&self.config).maxclients;
         let mut clients = lock(&self.clients);
+        if self.stopping.load(Ordering::Acquire) {
+            return None;
+        }
         if clients.len() >= max {
             self.stats.rejected.fetch_add(1, Ordering::Relaxed);
             return None;
@@ -173,6 +180,22 @@ impl Server {
     }
 }
 
+/// Resolves once `flag` is set. `Notify::notify_waiters` wakes only the
+/// waiters registered when it is called, so the wait registers first and
+/// looks at the flag second: a raise between a look and a wait is never
+/// lost. (The accept loop once looked after waiting and missed a stop that
+/// came while it was busy with a connection; `stop` then never returned.)
+/// Whoever raises must set `flag` before notifying.
+pub async fn raised(flag: &AtomicBool, notify: &tokio::sync::Notify) {
+    let notified = notify.notified();
+    tokio::pin!(notified);
+    notified.as_mut().enable();
+    if flag.load(Ordering::Acquire) {
+        return;
+    }
+    notified.await;
+}
+
 /// SCAN cursors: a number stands for the last key a SCAN returned. The
 /// newest [`Cursors::KEPT`] are kept; an older one is an invalid cursor
 /// (the client restarts from 0).
@@ -210,5 +233,57 @@ impl Cursors {
     /// The key cursor `id` resumes after.
     pub fn resume(&self, id: u64) -> Option<Vec<u8>> {
         lock(&self.inner).keys.get(&id).cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .expect("runtime")
+            .block_on(f)
+    }
+
+    #[test]
+    fn a_raise_before_the_wait_is_not_lost() {
+        let (flag, notify) = (AtomicBool::new(false), tokio::sync::Notify::new());
+        flag.store(true, Ordering::Release);
+        notify.notify_waiters();
+        let waited = block_on(async {
+            tokio::time::timeout(Duration::from_secs(5), raised(&flag, &notify)).await
+        });
+        assert!(waited.is_ok(), "a raise that came first must end the wait");
+    }
+
+    #[test]
+    fn a_raise_during_the_wait_wakes_it() {
+        let flag = Arc::new(AtomicBool::new(false));
+        let notify = Arc::new(tokio::sync::Notify::new());
+        let waited = block_on(async {
+            let (f, n) = (flag.clone(), notify.clone());
+            let raiser = tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                f.store(true, Ordering::Release);
+                n.notify_waiters();
+            });
+            let waited = tokio::time::timeout(Duration::from_secs(5), raised(&flag, &notify)).await;
+            let _ = raiser.await;
+            waited
+        });
+        assert!(waited.is_ok(), "the raise must wake the waiter");
+    }
+
+    #[test]
+    fn no_raise_keeps_waiting() {
+        let (flag, notify) = (AtomicBool::new(false), tokio::sync::Notify::new());
+        let waited = block_on(async {
+            tokio::time::timeout(Duration::from_millis(50), raised(&flag, &notify)).await
+        });
+        assert!(waited.is_err());
     }
 }
