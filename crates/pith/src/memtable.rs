@@ -1,7 +1,7 @@
 //! The memtable: recent writes, in memory, ordered for reading.
 //!
-//! A skip list of *versions* ([`skiplist`], its nodes in an [`arena`] freed
-//! whole when the memtable drops): (user key, tag) -> (deadline, value),
+//! A skip list of *versions* ([`skiplist`], its nodes and its long values
+//! in two [`arena`]s freed whole when the memtable drops): (user key, tag) -> (deadline, value),
 //! where the tag is `seq << 8 | kind` and the deadline is `NO_DEADLINE`
 //! unless the put expires. Versions of one key sort newest first. Entries
 //! are only ever added, never changed, so readers need no lock and see a

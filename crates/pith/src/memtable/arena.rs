@@ -1,4 +1,5 @@
-//! Bump allocation for one memtable's skip list.
+//! Bump allocation for one memtable's skip list (one arena for its nodes,
+//! one for the values too long to sit in them).
 //!
 //! Nodes are carved, 8-byte aligned, from chunks that start at
 //! [`FIRST_CHUNK_BYTES`] and double up to [`CHUNK_BYTES`] (so an idle

@@ -67,8 +67,25 @@ fn versions_sort_by_key_then_newest_first() {
     );
     assert_eq!(as_tuple(list.last()), Some((b"b".to_vec(), 5)));
     assert_eq!(list.len(), 5);
-    // Header 32 bytes, at least one link each, keys and values rounded up.
-    assert!(list.bytes() >= 5 * 40, "{}", list.bytes());
+    // Header 40 bytes, at least one link each, keys and values rounded up.
+    assert!(list.bytes() >= 5 * 48, "{}", list.bytes());
+}
+
+#[test]
+fn values_past_the_inline_limit_live_apart_and_read_back() {
+    let list = SkipList::new();
+    let at_limit = vec![1u8; INLINE_VALUE_BYTES];
+    let past = vec![2u8; INLINE_VALUE_BYTES + 1];
+    list.insert(b"a", 1, 0, &at_limit);
+    let one_inline = list.bytes();
+    list.insert(b"b", 2, 0, &past);
+    list.insert(b"c", 3, 0, b"");
+    let got: Vec<Vec<u8>> = list.iter().map(|e| e.value().to_vec()).collect();
+    assert_eq!(got, vec![at_limit.clone(), past.clone(), Vec::new()]);
+    let apart: Vec<bool> = list.iter().map(|e| !e.header().value.is_null()).collect();
+    assert_eq!(apart, vec![false, true, false]);
+    // Memory counts the value wherever it lives.
+    assert!(list.bytes() > one_inline + INLINE_VALUE_BYTES);
 }
 
 #[test]
@@ -103,7 +120,7 @@ fn key() -> impl Strategy<Value = Vec<u8>> {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        3 => (key(), 0u64..40, any::<u64>(), prop::collection::vec(any::<u8>(), 0..12))
+        3 => (key(), 0u64..40, any::<u64>(), prop::collection::vec(any::<u8>(), 0..2 * INLINE_VALUE_BYTES))
             .prop_map(|(k, t, d, v)| Op::Insert(k, t, d, v)),
         1 => (key(), 0u64..42).prop_map(|(k, t)| Op::SeekGe(k, t)),
         1 => (key(), 0u64..42).prop_map(|(k, t)| Op::SeekLt(k, t)),
@@ -151,7 +168,7 @@ fn readers_see_whole_sorted_versions_while_a_writer_inserts() {
     let list = Arc::new(SkipList::new());
     let announced = Arc::new(AtomicUsize::new(0));
     let key_of = move |i: usize| format!("{:08}", (i * 7919) % n).into_bytes();
-    let value_of = |i: usize| vec![(i % 251) as u8; i % 37];
+    let value_of = |i: usize| vec![(i % 251) as u8; i % 71];
     let readers: Vec<_> = (0..2)
         .map(|r| {
             let (list, announced) = (list.clone(), announced.clone());
