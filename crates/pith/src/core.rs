@@ -179,6 +179,10 @@ pub(crate) struct Queue {
     pub pending: VecDeque<Arc<Slot>>,
     /// Some writer holds the writer role.
     pub busy: bool,
+    /// Threads waiting on `Inner::queue_cv`; the role's release wakes
+    /// them only when there are some (a condvar's notify is a system call
+    /// even with no one waiting, once per commit).
+    pub waiting: usize,
 }
 
 /// A change to the set of families, segments and logs, applied by

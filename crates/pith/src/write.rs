@@ -30,7 +30,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use crate::batch::WriteBatch;
-use crate::core::{lock, Inner, Slot, State, Tree};
+use crate::core::{lock, Inner, Queue, Slot, State, Tree};
 use crate::error::{Error, Result};
 use crate::filename::FileKind;
 use crate::memtable::Memtable;
@@ -49,16 +49,29 @@ impl Drop for WriterRole<'_> {
     fn drop(&mut self) {
         let mut q = lock(&self.inner.queue);
         q.busy = false;
-        self.inner.queue_cv.notify_all();
+        if q.waiting > 0 {
+            self.inner.queue_cv.notify_all();
+        }
     }
 }
 
 impl Inner {
+    /// Waits on the queue's condvar, counted in `Queue::waiting`.
+    fn wait_in_queue<'q>(
+        &self,
+        mut q: std::sync::MutexGuard<'q, Queue>,
+    ) -> std::sync::MutexGuard<'q, Queue> {
+        q.waiting += 1;
+        let mut q = self.queue_cv.wait(q).unwrap_or_else(|p| p.into_inner());
+        q.waiting -= 1;
+        q
+    }
+
     /// Waits until no one holds the writer role and takes it.
     pub(crate) fn writer_role(&self) -> WriterRole<'_> {
         let mut q = lock(&self.queue);
         while q.busy {
-            q = self.queue_cv.wait(q).unwrap_or_else(|p| p.into_inner());
+            q = self.wait_in_queue(q);
         }
         q.busy = true;
         WriterRole { inner: self }
@@ -243,7 +256,7 @@ impl Inner {
             if head && !q.busy {
                 break;
             }
-            q = self.queue_cv.wait(q).unwrap_or_else(|p| p.into_inner());
+            q = self.wait_in_queue(q);
         }
         q.busy = true;
         let role = WriterRole { inner: self };
