@@ -57,6 +57,9 @@ pub struct ServeArgs {
     /// Most malloc arenas (default 0: glibc's; 1 under a tight memory limit).
     #[arg(long = "pith-malloc-arenas")]
     pith_malloc_arenas: Option<String>,
+    /// Threads that serve connections (default: half the cores, at least 1).
+    #[arg(long = "io-threads")]
+    io_threads: Option<String>,
     /// A port for TLS connections, beside the plain one (default 0: none).
     #[arg(long = "tls-port")]
     tls_port: Option<u16>,
@@ -88,6 +91,7 @@ pub fn serve(args: &ServeArgs) -> Result<(), CliError> {
         ("pith-memtable-size", &args.pith_memtable_size),
         ("pith-build-memory", &args.pith_build_memory),
         ("pith-malloc-arenas", &args.pith_malloc_arenas),
+        ("io-threads", &args.io_threads),
         ("tls-port", &tls_port),
         ("tls-cert-file", &args.tls_cert_file),
         ("tls-key-file", &args.tls_key_file),

@@ -138,6 +138,7 @@ pub fn start(dir: &Path, config: Config) -> Result<Running, ServerError> {
     let store = store::Store::new(db, config.appendfsync.write_options());
     let server = Arc::new(Server::new(store, config.clone()));
     let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(config.io_threads.max(1))
         .enable_all()
         .thread_name("pith-serve")
         .build()

@@ -125,7 +125,14 @@ impl TestServer {
     }
 
     pub fn start_in(dir: tempfile::TempDir, config: Config) -> TestServer {
-        let running = pith_server::start(dir.path(), Config { port: 0, ..config }).expect("start");
+        // Several threads serve connections whatever the machine's cores
+        // (the default follows them), so races between clients happen.
+        let config = Config {
+            port: 0,
+            io_threads: config.io_threads.max(4),
+            ..config
+        };
+        let running = pith_server::start(dir.path(), config).expect("start");
         let addr = running.addrs[0];
         TestServer {
             dir,
