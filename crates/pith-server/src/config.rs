@@ -69,13 +69,12 @@ pub struct Config {
     /// eight per core). Fewer waste less memory to fragmentation and cost
     /// throughput (see `memory.rs`).
     pub malloc_arenas: usize,
-    /// Threads that serve connections (`io-threads`, as in Redis; 1-128).
-    /// The default is half the cores, at least one: the rest are left to
-    /// background builds and, on a shared machine, to clients. On this
-    /// project's 2-core test machine one thread served SET, GET and INCR
-    /// at `-P 1` 10-40% faster than two (no lock handoffs between
-    /// threads), and GET at `-P 16`, which decodes on every thread,
-    /// 24% slower.
+    /// Threads that serve connections (`io-threads`, as in Redis; 1-128;
+    /// default: one per core). On this project's 2-core test machine,
+    /// with redis-benchmark beside the server, one thread served SET at
+    /// `-P 1` 8% faster than two and GET and INCR at `-P 1` as fast, but
+    /// MGET and GET at `-P 16`, which decode on every thread, 34-39%
+    /// slower (`scripts/bench-serve.py`, one run each).
     pub io_threads: usize,
     /// TLS port (`tls-port`); 0: no TLS listener.
     pub tls_port: u16,
@@ -143,9 +142,9 @@ const AT_START_ONLY: &[&str] = &[
     "io-threads",
 ];
 
-/// Half the cores, at least one (see [`Config::io_threads`]).
+/// One per core (see [`Config::io_threads`]).
 fn default_io_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| (n.get() / 2).max(1))
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(128))
 }
 
 fn memory(value: &str) -> Result<usize, String> {
