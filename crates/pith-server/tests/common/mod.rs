@@ -145,10 +145,19 @@ impl TestServer {
         Client::connect(self.addr)
     }
 
-    /// Stops the server, keeping its directory.
+    /// Stops the server, keeping its directory. A stop that does not
+    /// return within a minute fails the test by name instead of hanging
+    /// the suite (a lost shutdown wake-up once hung CI for good).
     pub fn stop(mut self) -> tempfile::TempDir {
         if let Some(r) = self.running.take() {
-            r.stop().expect("stop");
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let _ = tx.send(r.stop());
+            });
+            match rx.recv_timeout(Duration::from_secs(60)) {
+                Ok(stopped) => stopped.expect("stop"),
+                Err(_) => panic!("the server did not stop within 60 s"),
+            }
         }
         self.dir
     }
