@@ -273,11 +273,41 @@ impl Inner {
             }
         }
         drop(q);
+        // Declared after `role`, so it drops first, unwinding too: the
+        // followers have their result before the role's release wakes them.
+        let mut handoff = Handoff {
+            inner: self,
+            group: &group,
+            result: None,
+        };
         let result = self.commit_group(&group);
-        for s in &group[1..] {
-            *lock(&s.done) = Some(result.clone());
-        }
+        handoff.result = Some(result.clone());
+        drop(handoff);
         drop(role);
         result
+    }
+}
+
+/// Hands a group's followers its result when the leader is done with it,
+/// or a poisoned-database error when the leader panicked mid-commit: they
+/// are out of the queue by then and would otherwise wait forever. A panic
+/// leaves the log and the memtable in an unknown state, so it also stops
+/// writes until the database is reopened, as a failed append does.
+struct Handoff<'a> {
+    inner: &'a Inner,
+    group: &'a [Arc<Slot>],
+    result: Option<Result<()>>,
+}
+
+impl Drop for Handoff<'_> {
+    fn drop(&mut self) {
+        let result = self.result.take().unwrap_or_else(|| {
+            let e = Error::Internal("a write's commit panicked".into());
+            self.inner.poison(&e);
+            Err(Error::Poisoned(Arc::new(e)))
+        });
+        for s in self.group.iter().skip(1) {
+            *lock(&s.done) = Some(result.clone());
+        }
     }
 }

@@ -306,3 +306,50 @@ fn every_writer_of_a_failed_group_gets_the_typed_error() {
         }
     }
 }
+
+/// A leader that panicked mid-commit (here, in the log's append) left the
+/// followers it had taken out of the queue waiting forever; they now get
+/// a poisoned-database error, writes stop until reopen, and the reopened
+/// database has every write acknowledged before.
+#[test]
+fn a_panic_in_a_commit_strands_no_follower() {
+    let fault = FaultFs::over_mem(MemFs::new());
+    let db = Arc::new(DB::open("/db", on(&fault)).expect("open"));
+    db.put("before", "v").expect("put");
+    fault.fail_matching(Some(CallKind::Append), ".wal", Injected::Panic);
+    let (tx, rx) = std::sync::mpsc::channel();
+    let mut writers = Vec::new();
+    for t in 0..8 {
+        let (db, tx) = (db.clone(), tx.clone());
+        writers.push(std::thread::spawn(move || {
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                db.put(format!("t{t}"), "v")
+            }));
+            let _ = tx.send(outcome.map(|r| r.is_err()));
+        }));
+    }
+    drop(tx);
+    let mut panicked = 0;
+    for _ in 0..8 {
+        match rx.recv_timeout(std::time::Duration::from_secs(30)) {
+            Ok(Ok(failed)) => assert!(failed, "a write past the panic succeeded"),
+            Ok(Err(_)) => panicked += 1,
+            Err(_) => panic!("a writer is still waiting 30 s after the panic"),
+        }
+    }
+    assert!(panicked >= 1, "the injected panic happened");
+    for w in writers {
+        // Every writer has answered; this only waits for them to let go
+        // of their handles.
+        w.join().expect("a writer thread");
+    }
+    match db.put("after", "v") {
+        Err(Error::Poisoned(_)) => {}
+        other => panic!("writes stop after a panicked commit: {other:?}"),
+    }
+    fault.clear();
+    let db = Arc::try_unwrap(db).ok().expect("the last handle");
+    drop(db);
+    let db = DB::open("/db", on(&fault)).expect("reopen");
+    assert_eq!(db.get("before").expect("get").as_deref(), Some(&b"v"[..]));
+}

@@ -78,6 +78,9 @@ pub enum Injected {
     Eio,
     /// A full disk (`ENOSPC`).
     NoSpace,
+    /// A panic in the call (a bug below the engine, or one of its own
+    /// mid-operation): what unwinding leaves behind is under test.
+    Panic,
 }
 
 impl Injected {
@@ -94,6 +97,7 @@ impl Injected {
                     path.display()
                 ),
             ),
+            Injected::Panic => panic!("panic injected on {kind:?} of {}", path.display()),
         }
     }
 }
@@ -276,6 +280,8 @@ impl FaultFs {
         match injected {
             Some(e) => {
                 f.injected += 1;
+                // Not while holding the fault state's lock.
+                drop(f);
                 Err(e.error(kind, path))
             }
             None => Ok(()),
