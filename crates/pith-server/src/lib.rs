@@ -178,10 +178,12 @@ pub fn start(dir: &Path, config: Config) -> Result<Running, ServerError> {
         .name("pith-serve-main".into())
         .spawn(move || {
             let result = runtime.block_on(run(shared.clone(), listeners));
-            // Connections are gone; close the database (syncs the log).
-            drop(runtime);
-            // The last handle closes the database; were one left (a bug),
-            // dropping it would close it all the same.
+            // Connections are gone (or were given `run`'s grace period);
+            // a blocking task still running (a log sync on a stuck disk)
+            // is left behind after a while rather than waited for.
+            runtime.shutdown_timeout(Duration::from_secs(10));
+            // The last handle closes the database; were one left (a task
+            // left behind above), its drop closes the database later.
             let closed = match Arc::try_unwrap(shared) {
                 Ok(server) => server
                     .into_store()

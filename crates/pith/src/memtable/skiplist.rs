@@ -242,7 +242,7 @@ impl SkipList {
         self.len.load(AtomicOrdering::Relaxed)
     }
 
-    /// Bytes of the nodes held.
+    /// Bytes of the nodes and values held.
     pub(crate) fn bytes(&self) -> usize {
         self.bytes.load(AtomicOrdering::Relaxed)
     }
