@@ -17,7 +17,9 @@
 //!
 //! Failures: a failed append or sync of the log leaves its tail unknown,
 //! and a failed sync may have dropped acknowledged writes (a retry can
-//! report success falsely), so either stops writes until reopen. A switch
+//! report success falsely), so either stops writes until reopen, and so
+//! does a leader's panic mid-commit (its followers get the poisoned error
+//! instead of waiting forever; see `Handoff`). A switch
 //! that cannot create the next log (a full disk) fails the write that
 //! needed it and changes nothing: writing resumes once space is freed.
 //!
