@@ -38,6 +38,21 @@ pub fn words_for(len: usize, width: u32) -> Option<usize> {
     Some(len.checked_mul(width as usize)?.div_ceil(64))
 }
 
+/// Sets the `width` bits of `words` starting at bit `bit` to `value`
+/// (they were zero; `value` fits in `width` bits), in the layout above:
+/// a value may straddle two words, which must exist.
+#[inline]
+pub fn or_bits(words: &mut [u64], bit: usize, value: u64, width: u32) {
+    if width == 0 {
+        return;
+    }
+    let (w, off) = (bit / 64, bit % 64);
+    words[w] |= value << off;
+    if off + width as usize > 64 {
+        words[w + 1] |= value >> (64 - off);
+    }
+}
+
 /// Appends the values, `width` bits each, as [`words_for`]`(len, width)`
 /// words.
 ///
@@ -66,12 +81,7 @@ where
             v & !mask(width) == 0,
             "value {v} does not fit in {width} bits"
         );
-        let bit = i * width as usize;
-        let (w, off) = (bit / 64, bit % 64);
-        words[w] |= v << off;
-        if off + width as usize > 64 {
-            words[w + 1] |= v >> (64 - off);
-        }
+        or_bits(words, i * width as usize, v, width);
     }
 }
 

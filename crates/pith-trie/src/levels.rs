@@ -66,7 +66,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use pith_enc::packed::{bits_for, mask, Packed};
+use pith_enc::packed::{bits_for, mask, or_bits, Packed};
 
 use crate::bitvec::{BitVec, BitVecBuilder};
 use crate::edges::{Edges, HAS_CHILD, LOUDS, TERM};
@@ -139,7 +139,7 @@ fn write_lists(out: &mut Vec<u64>, seq: &[u32], count: &[u64]) {
         seen[l] += 1;
         let r = r as u64;
         upper.set((upper_start[l - 1] + (r >> w) + j) as usize);
-        put_bits(
+        or_bits(
             &mut lows,
             (low_start[l - 1] + j * u64::from(w)) as usize,
             r & mask(w),
@@ -152,19 +152,6 @@ fn write_lists(out: &mut Vec<u64>, seq: &[u32], count: &[u64]) {
     push_packed(out, &widths, bits_for(63));
     upper.write(out);
     push_packed(out, &lows, 64);
-}
-
-/// Sets the `width` bits of `words` from bit `pos` to `value` (they were
-/// zero); the words are allocated already.
-fn put_bits(words: &mut [u64], pos: usize, value: u64, width: u32) {
-    if width == 0 {
-        return;
-    }
-    let (w, off) = (pos / 64, (pos % 64) as u32);
-    words[w] |= value << off;
-    if off + width > 64 {
-        words[w + 1] |= value >> (64 - off);
-    }
 }
 
 /// The wavelet tree of `seq`: each key's code, root first, as one bit in
