@@ -245,9 +245,6 @@ async fn accept_loop(
             a = listener.accept() => a,
             _ = server::raised(&server.stopping, &server.shutdown) => return,
         };
-        if server.stopping.load(std::sync::atomic::Ordering::Acquire) {
-            return;
-        }
         let Ok((mut stream, addr)) = accepted else {
             // Out of file descriptors and the like: back off, go on.
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -271,7 +268,9 @@ async fn accept_loop(
                     });
                 }
             },
-            // Shutdown began while this one was accepted: it just goes.
+            // Shutdown began (`connect` looks under the clients' lock, so
+            // no client registers after `begin_shutdown` went through
+            // them): the new connection just goes.
             None if server.stopping.load(std::sync::atomic::Ordering::Acquire) => return,
             None if tls.is_some() => {
                 // No error reply in clear text on a TLS port.
