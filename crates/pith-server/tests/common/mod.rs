@@ -148,15 +148,21 @@ impl TestServer {
     /// Stops the server, keeping its directory. A stop that does not
     /// return within a minute fails the test by name instead of hanging
     /// the suite (a lost shutdown wake-up once hung CI for good).
-    pub fn stop(mut self) -> tempfile::TempDir {
+    pub fn stop(self) -> tempfile::TempDir {
+        self.stop_within(Duration::from_secs(60))
+    }
+
+    /// [`TestServer::stop`], failing the test when the stop takes longer
+    /// than `limit`.
+    pub fn stop_within(mut self, limit: Duration) -> tempfile::TempDir {
         if let Some(r) = self.running.take() {
             let (tx, rx) = std::sync::mpsc::channel();
             std::thread::spawn(move || {
                 let _ = tx.send(r.stop());
             });
-            match rx.recv_timeout(Duration::from_secs(60)) {
+            match rx.recv_timeout(limit) {
                 Ok(stopped) => stopped.expect("stop"),
-                Err(_) => panic!("the server did not stop within 60 s"),
+                Err(_) => panic!("the server did not stop within {limit:?}"),
             }
         }
         self.dir
