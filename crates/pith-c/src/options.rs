@@ -408,7 +408,10 @@ pub struct leveldb_writeoptions_t {
 impl leveldb_writeoptions_t {
     /// The engine's write options.
     pub(crate) fn engine(&self) -> engine::WriteOptions {
-        engine::WriteOptions { sync: self.sync }
+        engine::WriteOptions {
+            sync: self.sync,
+            ..engine::WriteOptions::default()
+        }
     }
 }
 

@@ -29,7 +29,10 @@ use crate::stats::{bulk_dict, stats_dict, verify_dict};
 
 /// Write options with `sync` as given.
 pub(crate) fn write_options(sync: bool) -> WriteOptions {
-    WriteOptions { sync }
+    WriteOptions {
+        sync,
+        ..WriteOptions::default()
+    }
 }
 
 /// Puts `key -> value` (expiring as `expiry` says) with `sync`.

@@ -76,7 +76,10 @@ impl Table {
 
     /// The same table, each write fsynced before it returns (or not).
     pub fn synced(mut self, sync: bool) -> Table {
-        self.write_options = WriteOptions { sync };
+        self.write_options = WriteOptions {
+            sync,
+            ..WriteOptions::default()
+        };
         self
     }
 

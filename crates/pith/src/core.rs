@@ -169,6 +169,8 @@ pub(crate) struct Bg {
 pub(crate) struct Slot {
     pub batch: Mutex<WriteBatch>,
     pub sync: bool,
+    /// The log record may stay buffered (`WriteOptions::defer_log`).
+    pub defer_log: bool,
     /// Set by the leader that committed it.
     pub done: Mutex<Option<Result<()>>>,
 }

@@ -941,6 +941,17 @@ impl DB {
         self.inner.sync_wal()
     }
 
+    /// Writes the log records that writes with
+    /// [`WriteOptions::defer_log`] left in the engine's buffer (one system
+    /// call, no fsync): when it returns `Ok`, every write acknowledged
+    /// before the call survives a process crash. An error when the
+    /// database has stopped accepting writes ([`Error::Poisoned`]), even
+    /// if the records had been written before that; [`Error::ReadOnly`] on
+    /// a read-only handle.
+    pub fn write_log(&self) -> Result<()> {
+        self.inner.write_log()
+    }
+
     /// Loads many records straight into segments, without the log: the
     /// input is cut into chunks of `Options::bulk_chunk_bytes`, each sorted
     /// (the last of repeated keys wins) and built into one segment, made

@@ -182,12 +182,25 @@ pub struct WriteOptions {
     /// write survives a process crash, not a power loss). Writes grouped
     /// with a synced write are synced too.
     pub sync: bool,
+    /// Leave this write's log record in the engine's buffer (default
+    /// false): it is written with the next write that is not deferred, by
+    /// [`DB::write_log`](crate::DB::write_log), a log sync, a memtable
+    /// switch, or close, and at once when the buffer passes 1 MiB. The
+    /// write is visible to readers at once, but until its record is
+    /// written a process crash loses it. So a server can apply many
+    /// clients' writes and then write all their records in one system
+    /// call before it replies to any of them, as Redis does for its
+    /// append-only file once per event-loop turn. Ignored with `sync`.
+    pub defer_log: bool,
 }
 
 impl WriteOptions {
     /// Options with `sync` set.
     pub fn synced() -> Self {
-        WriteOptions { sync: true }
+        WriteOptions {
+            sync: true,
+            defer_log: false,
+        }
     }
 }
 

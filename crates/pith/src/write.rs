@@ -10,6 +10,13 @@
 //! for readers (published at once) and for recovery (one log record,
 //! checksummed).
 //!
+//! Deferred writes (`WriteOptions::defer_log`): when every batch of a group
+//! asks for it, the group's records stay in the log's buffer after the
+//! memtable has them; the next group that does not defer, `write_log`,
+//! a sync, a memtable switch (the old log is synced first) or close writes
+//! them, in order, before anything later. At most `MAX_DEFERRED_BYTES`
+//! stay buffered.
+//!
 //! The writer role (`Queue::busy`) is also taken by memtable switches
 //! from `flush()` and by bulk loads, so nothing else appends to the log or
 //! assigns sequence numbers meanwhile. It is released by a guard, so a
@@ -41,6 +48,9 @@ use crate::wal::{WalWriter, MAX_RECORD};
 
 /// Largest group one leader commits.
 const MAX_GROUP_BYTES: usize = 1 << 20;
+
+/// Most bytes of deferred records left unwritten in the log's buffer.
+const MAX_DEFERRED_BYTES: usize = 1 << 20;
 
 /// Holds the writer role; released on drop.
 pub(crate) struct WriterRole<'a> {
@@ -160,17 +170,53 @@ impl Inner {
     }
 
     /// Syncs the live log, making every acknowledged write durable (for
-    /// callers that sync on a timer instead of per write). Writers wait
-    /// for the fsync; a failed one stops writes, as a failed synced
-    /// commit does.
+    /// callers that sync on a timer instead of per write). Deferred records
+    /// are written first; the fsync itself runs outside every lock, so
+    /// writers go on meanwhile (their bytes may or may not be covered:
+    /// they were not acknowledged before the call), as Redis fsyncs its
+    /// append-only file on a background thread. A failed fsync stops
+    /// writes, as a failed synced commit does.
     pub(crate) fn sync_wal(&self) -> Result<()> {
-        let _role = self.writer_role();
+        self.check_writable()?;
+        let path = {
+            let mut slot = lock(&self.wal);
+            let wal = slot.as_mut().ok_or_else(|| Error::ReadOnly {
+                path: self.dir.clone(),
+            })?;
+            if let Err(e) = wal.write_pending() {
+                self.poison(&e);
+                return Err(e);
+            }
+            wal.path().to_path_buf()
+        };
+        if let Err(e) = self.fs.sync_file(&path) {
+            let switched = lock(&self.wal).as_ref().is_none_or(|w| w.path() != path);
+            if switched {
+                // A memtable switch synced this log before leaving it (it
+                // may be gone by now); had that failed, writes stopped.
+                return self.check_writable();
+            }
+            let e = Error::io(&path, e);
+            self.poison(&e);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// Writes the log records of deferred writes still in the buffer
+    /// (`WriteOptions::defer_log`), without syncing. An error when the
+    /// database stopped accepting writes, even if the records of the
+    /// caller's writes had been written before that: the caller cannot
+    /// tell, so it must not report them written.
+    pub(crate) fn write_log(&self) -> Result<()> {
         self.check_writable()?;
         let mut slot = lock(&self.wal);
-        let wal = slot.as_mut().ok_or_else(|| Error::ReadOnly {
-            path: self.dir.clone(),
-        })?;
-        if let Err(e) = wal.sync() {
+        let Some(wal) = slot.as_mut() else {
+            return Err(Error::ReadOnly {
+                path: self.dir.clone(),
+            });
+        };
+        if let Err(e) = wal.write_pending() {
             self.poison(&e);
             return Err(e);
         }
@@ -191,19 +237,24 @@ impl Inner {
         })?;
         let first = self.last_seq.load(Ordering::Acquire) + 1;
         let mut seq = first;
+        let mark = wal.pending();
         for s in group {
             let mut b = lock(&s.batch);
             if let Err(e) = wal.add(b.encode_with_seq(seq)) {
-                wal.discard();
+                wal.discard_after(mark);
                 return Err(e);
             }
             seq += b.len() as u64;
         }
         let sync = group.iter().any(|s| s.sync);
-        if let Err(e) = wal.commit(sync) {
-            // The log may now hold a partial record; accept no more writes.
-            self.poison(&e);
-            return Err(e);
+        let defer = !sync && group.iter().all(|s| s.defer_log);
+        if !defer || wal.pending() > MAX_DEFERRED_BYTES {
+            if let Err(e) = wal.commit(sync) {
+                // The log may now hold a partial record; accept no more
+                // writes.
+                self.poison(&e);
+                return Err(e);
+            }
         }
         drop(slot);
         let mut seq = first;
@@ -246,6 +297,7 @@ impl Inner {
         let slot = Arc::new(Slot {
             batch: Mutex::new(batch),
             sync: options.sync,
+            defer_log: options.defer_log,
             done: Mutex::new(None),
         });
         let mut q = lock(&self.queue);

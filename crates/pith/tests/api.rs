@@ -434,3 +434,120 @@ fn writes_with_options_are_synced_when_asked() {
     assert_eq!(db.get("deleted").expect("get"), None);
     assert_eq!(db.get("lost").expect("get"), None);
 }
+
+/// What a process killed now would leave: a new file system holding the
+/// bytes `fs` has been given (written, synced or not), without the
+/// engine's buffers.
+fn killed_copy(fs: &MemFs) -> MemFs {
+    use pith::env::Fs;
+    let copy = MemFs::new();
+    for (path, _) in fs.files() {
+        let bytes = fs.read(&path).expect("read a file");
+        let dir = path.parent().expect("a file has a directory");
+        copy.create_dir_all(dir).expect("mkdir");
+        let mut f = copy.create(&path).expect("create");
+        f.append(&bytes).expect("append");
+    }
+    copy
+}
+
+fn get_in(fs: &MemFs, key: &str) -> Option<Vec<u8>> {
+    let db = DB::open("/db", options(fs)).expect("open after a kill");
+    db.get(key).expect("get")
+}
+
+/// `WriteOptions::defer_log`: the write is visible at once, its record
+/// stays in the engine until `write_log` or a later write that is not
+/// deferred writes it (in order), and a process killed in between loses
+/// it and nothing else.
+#[test]
+fn deferred_writes_are_visible_at_once_and_logged_on_demand() {
+    let fs = MemFs::new();
+    let db = DB::open("/db", options(&fs)).expect("open");
+    let deferred = WriteOptions {
+        defer_log: true,
+        ..WriteOptions::default()
+    };
+    db.put("kept", "0").expect("put");
+    db.put_opt(deferred, "a", "1").expect("deferred put");
+    assert_eq!(db.get("a").expect("get").as_deref(), Some(&b"1"[..]));
+    let killed = killed_copy(&fs);
+    assert_eq!(get_in(&killed, "a"), None, "a deferred record was written");
+    assert_eq!(get_in(&killed, "kept").as_deref(), Some(&b"0"[..]));
+
+    db.write_log().expect("write_log");
+    assert_eq!(get_in(&killed_copy(&fs), "a").as_deref(), Some(&b"1"[..]));
+    db.write_log().expect("a write_log with nothing buffered");
+
+    // A plain write carries the deferred records before its own.
+    db.put_opt(deferred, "b", "2").expect("deferred put");
+    db.put_opt(deferred, "b", "3").expect("deferred put");
+    db.put("c", "4").expect("put");
+    let killed = killed_copy(&fs);
+    assert_eq!(get_in(&killed, "b").as_deref(), Some(&b"3"[..]));
+    assert_eq!(get_in(&killed, "c").as_deref(), Some(&b"4"[..]));
+
+    // Close writes what is buffered.
+    db.put_opt(deferred, "d", "5").expect("deferred put");
+    db.close().expect("close");
+    assert_eq!(get_in(&fs, "d").as_deref(), Some(&b"5"[..]));
+}
+
+/// Deferred records never pile up: past 1 MiB the buffer is written.
+#[test]
+fn deferred_records_are_written_once_a_mebibyte_waits() {
+    let fs = MemFs::new();
+    // A memtable that holds them all: no switch writes the log instead.
+    let big = Options {
+        memtable_bytes: 16 << 20,
+        ..options(&fs)
+    };
+    let db = DB::open("/db", big).expect("open");
+    let deferred = WriteOptions {
+        defer_log: true,
+        ..WriteOptions::default()
+    };
+    let value = vec![b'v'; 64 << 10];
+    for i in 0..20 {
+        db.put_opt(deferred, format!("k{i:02}"), &value)
+            .expect("deferred put");
+    }
+    let killed = killed_copy(&fs);
+    assert!(
+        get_in(&killed, "k00").is_some(),
+        "1.25 MiB of deferred records, none written"
+    );
+}
+
+/// `sync_wal` makes every write acknowledged before it survive a power
+/// cut, deferred ones included (their records are written first), and
+/// writes go on while it runs.
+#[test]
+fn sync_wal_makes_earlier_writes_survive_a_power_cut() {
+    let fs = MemFs::new();
+    let fault = pith::env::FaultFs::over_mem(fs.clone());
+    let on_fault = Options {
+        fs: Arc::new(fault.clone()),
+        ..options(&fs)
+    };
+    let db = DB::open("/db", on_fault).expect("open");
+    let deferred = WriteOptions {
+        defer_log: true,
+        ..WriteOptions::default()
+    };
+    db.put("plain", "1").expect("put");
+    db.put_opt(deferred, "deferred", "2").expect("deferred put");
+    db.sync_wal().expect("sync_wal");
+    db.put("after", "3").expect("put");
+    fault.cut_power_now(None).expect("a power cut");
+    drop(db); // its final sync fails: the power is off
+    fault.restore_power();
+    let db = DB::open("/db", options(&fs)).expect("open after the cut");
+    assert_eq!(db.get("plain").expect("get").as_deref(), Some(&b"1"[..]));
+    assert_eq!(db.get("deferred").expect("get").as_deref(), Some(&b"2"[..]));
+    assert_eq!(
+        db.get("after").expect("get"),
+        None,
+        "an unsynced write survived"
+    );
+}

@@ -112,8 +112,14 @@ fn writers_readers_flushes_and_merges() {
                     model.insert(a, v.clone());
                     model.insert(b, v);
                 }
-                db.write(WriteOptions { sync: c % 100 == 0 }, batch)
-                    .expect("write");
+                db.write(
+                    WriteOptions {
+                        sync: c % 100 == 0,
+                        ..WriteOptions::default()
+                    },
+                    batch,
+                )
+                .expect("write");
             }
             model
         }));

@@ -27,9 +27,11 @@ fn random_write(rng: &mut StdRng) -> Op {
             (k, rng.gen_bool(0.8).then(|| rng.gen_range(0..600)))
         })
         .collect();
+    let sync = rng.gen_bool(0.3);
     Op::Write {
         ops,
-        sync: rng.gen_bool(0.3),
+        sync,
+        defer: !sync && rng.gen_bool(0.3),
     }
 }
 
@@ -41,7 +43,8 @@ fn random_op(rng: &mut StdRng) -> Op {
                 .map(|_| (rng.gen_range(0..48), rng.gen_range(0..600)))
                 .collect(),
         },
-        80..=84 => Op::Get(rng.gen()),
+        80..=82 => Op::Get(rng.gen()),
+        83..=84 => Op::WriteLog,
         85..=87 => Op::Scan,
         88..=93 => Op::Flush,
         94..=96 => Op::Compact,

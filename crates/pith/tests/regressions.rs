@@ -263,6 +263,7 @@ fn a_replayed_unsynced_log_is_made_durable_before_new_writes() {
     let put = |k: u8, len: u16, sync: bool| Op::Write {
         ops: vec![(k, Some(len))],
         sync,
+        defer: false,
     };
     d.run(&put(26, 10, true));
     d.run(&Op::FailKind {

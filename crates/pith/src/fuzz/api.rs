@@ -4,8 +4,10 @@
 //!
 //! The database lives on a [`FaultFs`] over a [`MemFs`]. The model keeps
 //! the state after every operation of the current *epoch* (since the last
-//! reopen), and two marks: the last state acknowledged, and the last one
-//! made durable (a synced write, a flush, a compaction, a clean close).
+//! reopen), and two marks: the last state acknowledged (whose log record
+//! was written: a deferred write's is only after `DB::write_log` or a
+//! later write that was not deferred), and the last one made durable (a
+//! synced write, a flush, a compaction, a clean close).
 //! When an operation fails, or the power is cut, the driver drops the
 //! handle, clears the faults, restores power and reopens; the database
 //! must then hold exactly one of the epoch's states, no older than the
@@ -40,7 +42,11 @@ pub enum Op {
         ops: Vec<(u8, Option<u16>)>,
         /// Sync the log before acknowledging.
         sync: bool,
+        /// Leave the log record buffered (`WriteOptions::defer_log`).
+        defer: bool,
     },
+    /// `DB::write_log`: deferred writes' records reach the log.
+    WriteLog,
     /// `DB::bulk_load_families` of puts (key index, value size) into
     /// both families at once: all of them or none.
     BulkLoad {
@@ -290,7 +296,7 @@ impl Driver {
             return false;
         };
         match op {
-            Op::Write { ops, sync } => {
+            Op::Write { ops, sync, defer } => {
                 let mut batch = WriteBatch::new();
                 let mut next = self.model().clone();
                 let (side, default) = (side(db), db.default_family());
@@ -326,10 +332,18 @@ impl Driver {
                     return true;
                 }
                 self.states.push(next);
-                let options = WriteOptions { sync: *sync };
+                let options = WriteOptions {
+                    sync: *sync,
+                    defer_log: *defer,
+                };
                 match db.write(options, batch) {
                     Ok(()) => {
-                        self.acked = self.states.len() - 1;
+                        // A deferred write is visible, not yet logged
+                        // (unless the buffer filled: the model does not
+                        // count on that).
+                        if *sync || !*defer {
+                            self.acked = self.states.len() - 1;
+                        }
                         if *sync {
                             self.durable = self.acked;
                         }
@@ -338,6 +352,13 @@ impl Driver {
                     Err(e) => self.expect_failure(&e),
                 }
             }
+            Op::WriteLog => match db.write_log() {
+                Ok(()) => {
+                    self.acked = self.states.len() - 1;
+                    true
+                }
+                Err(e) => self.expect_failure(&e),
+            },
             Op::BulkLoad { puts } => {
                 let mut next = self.model().clone();
                 let (side, default) = (side(db), db.default_family());
@@ -402,6 +423,9 @@ impl Driver {
                 };
                 match r {
                     Ok(()) => {
+                        // The switch synced the old log, deferred records
+                        // first.
+                        self.acked = self.states.len() - 1;
                         self.durable = self.acked;
                         true
                     }
@@ -414,6 +438,7 @@ impl Driver {
                 if let Err(e) = closed {
                     return self.expect_failure(&e);
                 }
+                self.acked = self.states.len() - 1;
                 self.durable = self.acked;
                 match self.open() {
                     Ok(db) => {
@@ -615,8 +640,10 @@ pub fn decode(data: &[u8]) -> Vec<Op> {
                 Op::Write {
                     ops: w,
                     sync: b & 0x10 != 0,
+                    defer: b & 0x20 != 0,
                 }
             }
+            6 if b & 0x80 != 0 => Op::WriteLog,
             6 => Op::Get(arg),
             7 => Op::Scan,
             8 => Op::Flush,

@@ -4,8 +4,10 @@
 //! crash starts with a valid header or is a torn creation (recovery treats
 //! a short or zero header as empty). Records are buffered by `add` and
 //! written by `commit` in one append; `commit(true)` and `sync` make them
-//! durable. After a failed append or sync the file's tail is unknown: the
-//! caller must stop writing to it (the engine stops all writes).
+//! durable. Records may also stay buffered across several `add`s (deferred
+//! writes): `sync` writes them first, and `write_pending` on its own.
+//! After a failed append or sync the file's tail is unknown: the caller
+//! must stop writing to it (the engine stops all writes).
 
 use std::path::{Path, PathBuf};
 
@@ -51,26 +53,44 @@ impl WalWriter {
         Ok(())
     }
 
-    /// Drops the pending records (after a failure before `commit`).
-    pub(crate) fn discard(&mut self) {
-        self.buf.clear();
+    /// The log's file.
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Bytes buffered and not yet written.
+    pub(crate) fn pending(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Drops the records added after the buffer held `mark` bytes (after a
+    /// failure before `commit`); earlier deferred records stay.
+    pub(crate) fn discard_after(&mut self, mark: usize) {
+        self.buf.truncate(mark);
     }
 
     /// Writes the pending records in one call, then syncs if asked.
     pub(crate) fn commit(&mut self, sync: bool) -> Result<()> {
-        let io = |e| Error::io(&self.path, e);
-        let result = self.file.append(&self.buf);
-        self.len += self.buf.len() as u64;
-        self.buf.clear();
-        result.map_err(io)?;
+        self.write_pending()?;
         if sync {
-            self.file.sync().map_err(io)?;
+            self.file.sync().map_err(|e| Error::io(&self.path, e))?;
         }
         Ok(())
     }
 
-    /// Makes what was written durable.
+    /// Writes the pending records, if any, in one call.
+    pub(crate) fn write_pending(&mut self) -> Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let result = self.file.append(&self.buf);
+        self.len += self.buf.len() as u64;
+        self.buf.clear();
+        result.map_err(|e| Error::io(&self.path, e))
+    }
+
+    /// Writes the pending records and makes everything written durable.
     pub(crate) fn sync(&mut self) -> Result<()> {
-        self.file.sync().map_err(|e| Error::io(&self.path, e))
+        self.commit(true)
     }
 }
