@@ -2,11 +2,16 @@
 """`pith serve` against `redis-server`, in one run, with redis-benchmark.
 
 Both servers get the same keyspace (preloaded with SET over --keys random
-keys of --size bytes), then SET, GET, INCR and MGET (10 keys) run at -c 50
-with -P 1 and -P 16. Prints, per test and pipeline depth, each server's
-requests/s and p50/p99 latency and PithDB's ratio to Redis, then each
-server's memory for the same data (Redis used_memory and RSS, PithDB RSS),
-and as the last line one JSON object of all figures.
+keys of --size bytes; memory is measured once PithDB has flushed (SAVE) and
+Redis's append-only-file rewrite, if one started, has ended), then SET,
+GET, INCR and MGET (10 keys) run at -c 50 with -P 1 and -P 16, --rounds
+times, the two servers taking turns test by test (a VM's speed drifts by
+tens of percent within minutes; taking turns lets both see the same
+drift). Prints, per test and pipeline depth, each server's median
+requests/s and p50/p99 latency, PithDB's ratio to Redis and the range of
+rates over the rounds, then each server's memory for the same data (Redis
+used_memory and RSS, PithDB RSS), and as the last line one JSON object of
+all figures.
 
 Durability is comparable: Redis with appendonly yes, appendfsync everysec;
 PithDB with its log fsynced once a second. redis-benchmark's values are
@@ -23,6 +28,7 @@ included, as `pith bench db` does), then random GETs of loaded keys are
 timed; Redis, which keeps everything in memory, is expected to be killed.
 
 Usage: scripts/bench-serve.py [--keys 1000000] [--size 1000] [--requests 200000]
+                              [--rounds 3] [--io-threads N]
        scripts/bench-serve.py --data FILE [--memory-limit 64M --copies 8]
 Needs redis-server and redis-benchmark (Debian: redis-server), zstd for a
 compressed --data file, and a release build of pith (built here if
@@ -36,6 +42,7 @@ import json
 import os
 import shutil
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -350,6 +357,26 @@ def info(port, section):
     )
 
 
+def quiesce(name, port, limit_s=300):
+    """Waits for the background work a load started: PithDB's flush of its
+    memtables (SAVE), Redis's append-only-file rewrite (the load grows the
+    file past auto-aof-rewrite-percentage; a rewrite forks and copies the
+    whole dataset, and measuring during it halved Redis's SET rate in one
+    run). Returns the seconds waited."""
+    t = time.perf_counter()
+    if name == "pith":
+        subprocess.run(["redis-cli", "-p", str(port), "save"], check=True, capture_output=True)
+        return time.perf_counter() - t
+    while time.perf_counter() - t < limit_s:
+        p = info(port, "persistence")
+        busy = [k for k in ("aof_rewrite_in_progress", "aof_rewrite_scheduled", "rdb_bgsave_in_progress")
+                if p.get(k, "0") != "0"]
+        if not busy:
+            break
+        time.sleep(0.2)
+    return time.perf_counter() - t
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--keys", type=int, default=1_000_000)
@@ -362,6 +389,10 @@ def main():
                     help="pith-malloc-arenas of the server under --memory-limit (0: glibc's default)")
     ap.add_argument("--pith", help="the pith binary to run (default: build target/release/pith); "
                     "for comparing two builds")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="runs of each test per server, the two servers taking turns test by test "
+                         "(so both see the machine in the same state); medians are reported")
+    ap.add_argument("--io-threads", type=int, help="pith serve's io-threads (default: its own)")
     a = ap.parse_args()
     for tool in ["redis-server", "redis-benchmark", "redis-cli"]:
         if not shutil.which(tool):
@@ -391,7 +422,8 @@ def main():
         servers["pith"] = (
             subprocess.Popen(
                 [pith, "serve", "--db", os.path.join(work, "pith"), "--port", str(pport),
-                 "--appendfsync", "everysec"],
+                 "--appendfsync", "everysec"]
+                + (["--io-threads", str(a.io_threads)] if a.io_threads else []),
                 stderr=subprocess.DEVNULL,
             ),
             pport,
@@ -400,11 +432,13 @@ def main():
             wait_for(port, proc, name)
         tests = [("SET", ["-t", "set"]), ("GET", ["-t", "get"]), ("INCR", ["-t", "incr"]),
                  ("MGET (10 keys)", ["MGET"] + ["key:__rand_int__"] * 10)]
-        results = {}
+        runs = {}
         memory = {}
         for name, (proc, port) in servers.items():
             print(f"{name}: loading {a.keys:,} random keys of {a.size} bytes", file=sys.stderr)
             bench(port, ["-t", "set", "-n", str(a.keys), "-r", str(a.keys), "-d", str(a.size), "-c", "50", "-P", "16"])
+            waited = quiesce(name, port)
+            print(f"{name}: background work after the load took {waited:.1f} s more", file=sys.stderr)
             time.sleep(2)
             mem = {"rss_bytes": rss_bytes(proc.pid)}
             if name == "redis":
@@ -413,29 +447,47 @@ def main():
             mem["keys"] = int(subprocess.run(["redis-cli", "-p", str(port), "dbsize"], capture_output=True,
                                              text=True, check=True).stdout.strip())
             memory[name] = mem
+        for r in range(a.rounds):
             for pipeline in [1, 16]:
                 for test, targs in tests:
                     n = a.requests if pipeline == 1 else a.requests * 4
-                    print(f"{name}: {test} -P {pipeline}", file=sys.stderr)
-                    row = bench(port, ["-n", str(n), "-r", str(a.keys), "-d", str(a.size), "-c", "50",
-                                       "-P", str(pipeline)] + targs)
-                    results.setdefault(f"{test} -P {pipeline}", {})[name] = list(row.values())[0]
+                    order = list(servers.items())
+                    if r % 2:
+                        order.reverse()
+                    for name, (proc, port) in order:
+                        print(f"round {r + 1}/{a.rounds}: {name}: {test} -P {pipeline}", file=sys.stderr)
+                        row = bench(port, ["-n", str(n), "-r", str(a.keys), "-d", str(a.size), "-c", "50",
+                                           "-P", str(pipeline)] + targs)
+                        runs.setdefault(f"{test} -P {pipeline}", {}).setdefault(name, []).append(
+                            list(row.values())[0])
+        # Medians of each figure over the rounds, and the spread of the rates.
+        results = {t: {n: [statistics.median(x[i] for x in rows) for i in range(3)] for n, rows in by.items()}
+                   for t, by in runs.items()}
+        spread = {t: {n: [min(x[0] for x in rows), max(x[0] for x in rows)] for n, rows in by.items()}
+                  for t, by in runs.items()}
         print(f"pith serve against redis-server {subprocess.run(['redis-server', '--version'], capture_output=True, text=True).stdout.split()[2]}, "
-              f"{a.keys:,} random keys of {a.size} B, -c 50, redis-benchmark; Redis appendonly everysec, PithDB everysec")
-        print(f"{'test':<22}{'pith rps':>12}{'redis rps':>12}{'ratio':>8}{'pith p50/p99 ms':>20}{'redis p50/p99 ms':>20}")
+              f"{a.keys:,} random keys of {a.size} B, -c 50, redis-benchmark; Redis appendonly everysec, PithDB everysec; "
+              f"measured once PithDB flushed (SAVE) and Redis's AOF rewrite ended; "
+              f"medians of {a.rounds} rounds, the servers taking turns test by test"
+              + (f"; pith io-threads {a.io_threads}" if a.io_threads else ""))
+        print(f"{'test':<22}{'pith rps':>12}{'redis rps':>12}{'ratio':>8}{'pith p50/p99 ms':>20}{'redis p50/p99 ms':>20}"
+              f"{'pith rps range':>22}{'redis rps range':>22}")
         ratios = {}
         for test, by in results.items():
             p, r = by["pith"], by["redis"]
             ratios[test] = p[0] / r[0]
+            ps, rs = spread[test]["pith"], spread[test]["redis"]
             print(f"{test:<22}{p[0]:>12,.0f}{r[0]:>12,.0f}{ratios[test]:>7.2f}x"
-                  f"{p[1]:>11.3f} /{p[2]:>7.3f}{r[1]:>11.3f} /{r[2]:>7.3f}")
+                  f"{p[1]:>11.3f} /{p[2]:>7.3f}{r[1]:>11.3f} /{r[2]:>7.3f}"
+                  f"{ps[0]:>11,.0f}-{ps[1]:<10,.0f}{rs[0]:>11,.0f}-{rs[1]:<10,.0f}")
         pm, rm = memory["pith"], memory["redis"]
         print(f"memory after loading ({pm['keys']:,} keys in pith, {rm['keys']:,} in redis): "
               f"pith RSS {pm['rss_bytes'] / 1e6:.1f} MB; redis used_memory {rm['used_memory'] / 1e6:.1f} MB, "
               f"RSS {rm['rss_bytes'] / 1e6:.1f} MB; pith RSS / redis used_memory {pm['rss_bytes'] / rm['used_memory']:.3f}")
         print("legend: rps = requests per second over 50 connections; p50/p99 = latency percentiles per "
               "request; ratio = pith rps / redis rps; -P 16 = 16 requests pipelined per round trip")
-        print(json.dumps({"bench": "serve", "keys": a.keys, "size": a.size, "results": results,
+        print(json.dumps({"bench": "serve", "keys": a.keys, "size": a.size, "rounds": a.rounds,
+                          "io_threads": a.io_threads, "results": results, "rps_range": spread,
                           "ratios": ratios, "memory": memory}))
     finally:
         for proc, port in servers.values():

@@ -57,7 +57,7 @@ pub struct ServeArgs {
     /// Most malloc arenas (default 0: glibc's; 1 under a tight memory limit).
     #[arg(long = "pith-malloc-arenas")]
     pith_malloc_arenas: Option<String>,
-    /// Threads that serve connections (default: one per core).
+    /// Threads that serve connections (default 1; see docs/server.md).
     #[arg(long = "io-threads")]
     io_threads: Option<String>,
     /// A port for TLS connections, beside the plain one (default 0: none).

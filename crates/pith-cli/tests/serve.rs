@@ -1,6 +1,8 @@
-//! `pith serve` as a process: SIGKILL under write load with
-//! `--appendfsync always`, then a restart holds every acknowledged write;
-//! SIGTERM stops it cleanly.
+//! `pith serve` as a process: SIGKILL under write load, then a restart
+//! holds every acknowledged write (with `--appendfsync always`, and with
+//! `everysec`, where the log records of writes are deferred and written
+//! before the replies: gathered across connections with one I/O thread,
+//! not with two); SIGTERM stops it cleanly.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
@@ -16,12 +18,13 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn serve(db: &std::path::Path, port: u16) -> Child {
+fn serve(db: &std::path::Path, port: u16, settings: &[&str]) -> Child {
     let child = Command::new(env!("CARGO_BIN_EXE_pith"))
         .arg("serve")
         .arg("--db")
         .arg(db)
-        .args(["--port", &port.to_string(), "--appendfsync", "always"])
+        .args(["--port", &port.to_string()])
+        .args(settings)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -72,10 +75,46 @@ fn connect(port: u16) -> (TcpStream, BufReader<TcpStream>) {
 
 #[test]
 fn sigkill_under_load_loses_no_acknowledged_write() {
+    let (mut server, _dir) = kill_under_load(&["--appendfsync", "always"]);
+    // SIGTERM: a clean stop, exit status 0.
+    let status = Command::new("kill")
+        .args(["-TERM", &server.0.id().to_string()])
+        .status()
+        .expect("kill -TERM");
+    assert!(status.success());
+    let exit = server.0.wait().expect("wait");
+    assert!(exit.success(), "pith serve after SIGTERM: {exit}");
+}
+
+#[test]
+fn sigkill_loses_no_write_whose_log_record_was_gathered() {
+    kill_under_load(&["--appendfsync", "everysec", "--io-threads", "1"]);
+}
+
+#[test]
+fn sigkill_loses_no_write_whose_log_record_was_deferred() {
+    kill_under_load(&["--appendfsync", "no", "--io-threads", "2"]);
+}
+
+/// A server process, killed and reaped when dropped (a failing test
+/// leaves none behind).
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts a server with `settings`, kills it while four clients write,
+/// restarts it (the same settings) and checks every acknowledged write;
+/// returns the restarted server and its directory.
+fn kill_under_load(settings: &[&str]) -> (Killed, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("db");
     let port = free_port();
-    let mut server = serve(&db, port);
+    let mut server = serve(&db, port, settings);
     let stop = Arc::new(AtomicBool::new(false));
     let writers: Vec<_> = (0..4)
         .map(|w| {
@@ -109,23 +148,16 @@ fn sigkill_under_load_loses_no_acknowledged_write() {
         acked.iter().all(|&n| n > 10),
         "writers made progress: {acked:?}"
     );
-    let mut server = serve(&db, port);
+    let server = Killed(serve(&db, port, settings));
     let mut conn = connect(port);
     for (w, &n) in acked.iter().enumerate() {
         for i in 0..n {
             assert_eq!(
                 get(&mut conn, &format!("w{w}:{i}")).as_deref(),
                 Some(format!("value {i}").as_str()),
-                "acknowledged write w{w}:{i} of {n} lost"
+                "acknowledged write w{w}:{i} of {n} lost ({settings:?})"
             );
         }
     }
-    // SIGTERM: a clean stop, exit status 0.
-    let status = Command::new("kill")
-        .args(["-TERM", &server.id().to_string()])
-        .status()
-        .expect("kill -TERM");
-    assert!(status.success());
-    let exit = server.wait().expect("wait");
-    assert!(exit.success(), "pith serve after SIGTERM: {exit}");
+    (server, dir)
 }

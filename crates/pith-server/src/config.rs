@@ -19,10 +19,15 @@ pub enum Appendfsync {
 
 impl Appendfsync {
     /// The engine's write options for this policy (`everysec` also needs
-    /// the server's once-a-second sync).
+    /// the server's once-a-second sync). Unless every write is synced, a
+    /// write's log record is deferred: the connection writes the log
+    /// (every client's records since the last write, in one system call)
+    /// before it sends the reply; see `conn.rs`.
     pub fn write_options(self) -> pith::WriteOptions {
+        let sync = self == Appendfsync::Always;
         pith::WriteOptions {
-            sync: self == Appendfsync::Always,
+            sync,
+            defer_log: !sync,
         }
     }
 
@@ -70,11 +75,16 @@ pub struct Config {
     /// throughput (see `memory.rs`).
     pub malloc_arenas: usize,
     /// Threads that serve connections (`io-threads`, as in Redis; 1-128;
-    /// default: one per core). On this project's 2-core test machine,
-    /// with redis-benchmark beside the server, one thread served SET at
-    /// `-P 1` 8% faster than two and GET and INCR at `-P 1` as fast, but
-    /// MGET and GET at `-P 16`, which decode on every thread, 34-39%
-    /// slower (`scripts/bench-serve.py`, one run each).
+    /// default 1, as in Redis). With one, the log records of the writes of
+    /// every connection served in a turn go to the log in one system call
+    /// (`Server::gather_log_writes`). On this project's 2-core test
+    /// machine, with redis-benchmark beside the server (3 rounds each,
+    /// `scripts/bench-serve.py`), one thread against two served SET at
+    /// `-P 1` 16% faster, GET 20%, INCR 39%, INCR at `-P 16` 9%, SET at
+    /// `-P 16` 3% slower, with p99 latencies of SET and INCR 0.5-0.75x two
+    /// threads'; reads that decode many values lost (GET at `-P 16` 47%,
+    /// MGET 41-44%), so a read-heavy pipelined load on a machine with
+    /// cores to spare wants more.
     pub io_threads: usize,
     /// TLS port (`tls-port`); 0: no TLS listener.
     pub tls_port: u16,
@@ -99,7 +109,7 @@ impl Default for Config {
             memtable_bytes: 64 << 20,
             build_memory_bytes: 0,
             malloc_arenas: 0,
-            io_threads: default_io_threads(),
+            io_threads: 1,
             tls_port: 0,
             tls_cert_file: None,
             tls_key_file: None,
@@ -141,11 +151,6 @@ const AT_START_ONLY: &[&str] = &[
     "pith-malloc-arenas",
     "io-threads",
 ];
-
-/// One per core (see [`Config::io_threads`]).
-fn default_io_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get().min(128))
-}
 
 fn memory(value: &str) -> Result<usize, String> {
     let v = value.to_ascii_lowercase();
@@ -340,7 +345,7 @@ mod tests {
     #[test]
     fn io_threads_are_bounded_and_fixed_at_start() {
         let mut c = Config::default();
-        assert!(c.io_threads >= 1);
+        assert_eq!(c.io_threads, 1);
         c.set("io-threads", "3").expect("3");
         assert_eq!(c.get("io-threads").as_deref(), Some("3"));
         for bad in ["0", "129", "x"] {

@@ -8,6 +8,18 @@
 //! protocol error is answered and closes the connection. Commands run on
 //! the connection's worker, or with `appendfsync always` (a write waits
 //! for an fsync) on one allowed to block.
+//!
+//! Gathered log writes: unless every write is synced, a write's log
+//! record stays in the engine's buffer (`WriteOptions::defer_log`). Before
+//! a connection sends replies to writes it has the engine write the log:
+//! one system call for the records of every connection that wrote since
+//! the last. With one thread serving connections it first yields once to
+//! the thread's other ready connections, which run their commands
+//! meanwhile, so that call serves all of them, as Redis writes its
+//! append-only file once per event-loop turn (`Server::gather_log_writes`
+//! says when). A reply is never sent before its write is in the log (a
+//! process crash loses no acknowledged write); other clients may read a
+//! write before its record is written, as in Redis.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -19,7 +31,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use crate::config::Appendfsync;
 use crate::resp::{self, Limits, Reply};
 use crate::server::{ClientEntry, Server, SessionInfo};
-use crate::session::{After, Session};
+use crate::session::{After, Batch, Session};
 use crate::store::lock;
 
 /// Serves `stream` (a TCP stream, or a TLS session over one) until the
@@ -87,6 +99,7 @@ where
                     // Answer what came before, then the error, then close.
                     output.clear();
                     let replies = run(&server, &mut session, requests);
+                    let replies = logged(&server, replies).await;
                     encode_all(&session, replies, &mut output);
                     Reply::err(&e).encode(session.proto(), &mut output);
                     let _ = stream.write_all(&output).await;
@@ -105,6 +118,7 @@ where
             continue;
         }
         let replies = run(&server, &mut session, requests);
+        let replies = logged(&server, replies).await;
         output.clear();
         let close = encode_all(&session, replies, &mut output);
         if !output.is_empty() {
@@ -133,11 +147,7 @@ where
 /// another thread: tens of microseconds); otherwise engine calls return in
 /// microseconds (memory, the page cache, an unsynced log append) and run
 /// here directly.
-fn run(
-    server: &Server,
-    session: &mut Session,
-    requests: Vec<resp::Request>,
-) -> Vec<(Reply, After)> {
+fn run(server: &Server, session: &mut Session, requests: Vec<resp::Request>) -> Batch {
     let go = || session.handle_batch(server, requests);
     // Read apart: a guard in the `if` would be held while commands run
     // (and CONFIG or INFO would wait for it forever).
@@ -147,6 +157,24 @@ fn run(
     } else {
         go()
     }
+}
+
+/// The replies of `batch` once the log records of its writes are written
+/// (see the module documentation); when that fails, the replies of those
+/// writes are the error.
+async fn logged(server: &Server, mut batch: Batch) -> Vec<(Reply, After)> {
+    if batch.unlogged.is_empty() {
+        return batch.replies;
+    }
+    // Let the worker's other ready connections add their records first.
+    if server.gather_log_writes {
+        tokio::task::yield_now().await;
+    }
+    if let Err(e) = server.store.db().write_log() {
+        let unlogged = std::mem::take(&mut batch.unlogged);
+        batch.fail(&unlogged, &crate::cmd::engine(e));
+    }
+    batch.replies
 }
 
 /// Encodes `replies` up to the first that ends the connection; true when

@@ -34,6 +34,8 @@ pub struct Session {
     multi_failed: bool,
     /// The last table command wrote through the batch transaction.
     last_wrote: bool,
+    /// The last EXEC committed a write whose log record was deferred.
+    exec_deferred: bool,
     watch_flag: Arc<AtomicBool>,
     watching: bool,
 }
@@ -48,6 +50,7 @@ impl Session {
             multi: None,
             multi_failed: false,
             last_wrote: false,
+            exec_deferred: false,
             watch_flag: Arc::new(AtomicBool::new(false)),
             watching: false,
         }
@@ -63,12 +66,19 @@ impl Session {
     /// Consecutive commands of the table share one writer transaction,
     /// opened by the first that writes and committed as one engine batch
     /// before the replies go out (and before any session command, such as
-    /// EXEC, runs): a pipeline of 16 SETs is one log write, not 16. Every
-    /// reply is sent after the commit, so no client is told of a write
-    /// before it is in the log. If the commit fails, the replies of the
-    /// writes it held become the error.
-    pub fn handle_batch(&mut self, server: &Server, requests: Vec<Request>) -> Vec<(Reply, After)> {
-        let mut out: Vec<(Reply, After)> = Vec::with_capacity(requests.len());
+    /// EXEC, runs): a pipeline of 16 SETs is one engine write, not 16. If
+    /// the commit fails, the replies of the writes it held become the
+    /// error.
+    ///
+    /// A commit's log record may be deferred (`Appendfsync::write_options`):
+    /// the indices of the replies that must not be sent before the log is
+    /// written are returned too (`Batch::unlogged`); with the log write
+    /// failed they become its error.
+    pub fn handle_batch(&mut self, server: &Server, requests: Vec<Request>) -> Batch {
+        let mut out = Batch {
+            replies: Vec::with_capacity(requests.len()),
+            unlogged: Vec::new(),
+        };
         let mut batch: Option<Txn<'_>> = None;
         let mut batched: Vec<usize> = Vec::new();
         for req in requests {
@@ -83,10 +93,13 @@ impl Session {
             }
             let (reply, after, wrote) = self.handle(server, req, lower, &mut batch);
             if wrote {
-                batched.push(out.len());
+                batched.push(out.replies.len());
+            }
+            if std::mem::take(&mut self.exec_deferred) {
+                out.unlogged.push(out.replies.len());
             }
             let stop = after != After::Continue;
-            out.push((reply, after));
+            out.replies.push((reply, after));
             if stop {
                 break;
             }
@@ -384,7 +397,10 @@ impl Session {
         }
         self.unwatch();
         match txn.commit() {
-            Ok(()) => Reply::Array(replies),
+            Ok(deferred) => {
+                self.exec_deferred = deferred;
+                Reply::Array(replies)
+            }
             Err(e) => cmd::engine(e),
         }
     }
@@ -410,15 +426,33 @@ fn is_session_command(lower: &str) -> bool {
 
 /// Commits a batch transaction; on failure the replies at `wrote` (the
 /// writes it held) become the error.
-fn commit(batch: Option<Txn<'_>>, wrote: &[usize], out: &mut [(Reply, After)]) {
+fn commit(batch: Option<Txn<'_>>, wrote: &[usize], out: &mut Batch) {
     let Some(txn) = batch else {
         return;
     };
-    if let Err(e) = txn.commit() {
-        let reply = cmd::engine(e);
-        for &i in wrote {
-            if let Some(slot) = out.get_mut(i) {
-                slot.0 = reply.clone();
+    match txn.commit() {
+        Ok(true) => out.unlogged.extend_from_slice(wrote),
+        Ok(false) => {}
+        Err(e) => out.fail(wrote, &cmd::engine(e)),
+    }
+}
+
+/// The replies to a pipelined batch of requests.
+pub struct Batch {
+    /// One per request run, in order, with what the connection does next.
+    pub replies: Vec<(Reply, After)>,
+    /// Indices into `replies` of writes whose log record was deferred:
+    /// none of `replies` may be sent before the log is written
+    /// (`DB::write_log`), and if that fails these become its error.
+    pub unlogged: Vec<usize>,
+}
+
+impl Batch {
+    /// Replaces the replies at `indices` with `error`.
+    pub fn fail(&mut self, indices: &[usize], error: &Reply) {
+        for &i in indices {
+            if let Some(slot) = self.replies.get_mut(i) {
+                slot.0 = error.clone();
             }
         }
     }

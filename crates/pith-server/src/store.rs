@@ -300,9 +300,12 @@ impl Txn<'_> {
     }
 
     /// Writes everything pending as one engine batch and fires watches.
-    pub fn commit(self) -> pith::Result<()> {
+    /// True when the batch's log record was deferred
+    /// (`WriteOptions::defer_log`): the caller must see it written
+    /// ([`DB::write_log`]) before it tells a client the write happened.
+    pub fn commit(self) -> pith::Result<bool> {
         if self.pending.is_empty() && !self.cleared {
-            return Ok(());
+            return Ok(false);
         }
         let mut batch = WriteBatch::new();
         if self.cleared {
@@ -329,7 +332,7 @@ impl Txn<'_> {
         let options = *lock(&self.store.write_options);
         self.store.db.write(options, batch)?;
         self.store.touched(self.pending.keys(), self.cleared);
-        Ok(())
+        Ok(options.defer_log)
     }
 }
 
