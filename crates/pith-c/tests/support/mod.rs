@@ -34,8 +34,12 @@ pub fn lib_dir() -> PathBuf {
         .to_path_buf();
     if !(dir.join("libpith.so").exists() && dir.join("libpith.a").exists()) {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        // The profile of the tests' own build (`cargo test --release`
+        // looks in target/release).
+        let release = dir.file_name().is_some_and(|n| n == "release");
         let out = Command::new(cargo)
             .args(["build", "-p", "pith-c"])
+            .args(release.then_some("--release"))
             .output()
             .expect("running cargo build -p pith-c");
         assert!(
