@@ -18,8 +18,12 @@
 //! meanwhile, so that call serves all of them, as Redis writes its
 //! append-only file once per event-loop turn (`Server::gather_log_writes`
 //! says when). A reply is never sent before its write is in the log (a
-//! process crash loses no acknowledged write); other clients may read a
-//! write before its record is written, as in Redis.
+//! process crash loses no acknowledged write). Unlike Redis, whose
+//! event loop sends no reply before its append-only-file write, another
+//! connection may read a write before its record is written, so a crash
+//! in between can lose a value a client has read (never one whose writer
+//! was told OK); and if the log write fails, the writer gets an error for
+//! a write others may have seen (the engine then accepts no more writes).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;

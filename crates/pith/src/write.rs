@@ -200,7 +200,9 @@ impl Inner {
             self.poison(&e);
             return Err(e);
         }
-        Ok(())
+        // A failed fsync through another descriptor (a switch's, a synced
+        // commit's) may not be reported again to this one.
+        self.check_writable()
     }
 
     /// Writes the log records of deferred writes still in the buffer

@@ -20,6 +20,11 @@ pub(crate) struct WalWriter {
     file: Box<dyn WritableFile>,
     path: PathBuf,
     buf: Vec<u8>,
+    /// The first failed append or sync: the tail is unknown and the
+    /// buffered records it dropped are lost, so every later write or sync
+    /// fails with it (a thread that checked for poisoning before the
+    /// failure must not find an empty buffer and report success).
+    failed: Option<Error>,
     /// Bytes written so far, header included.
     pub(crate) len: u64,
 }
@@ -36,6 +41,7 @@ impl WalWriter {
             file,
             path: path.to_path_buf(),
             buf: Vec::new(),
+            failed: None,
             len: HEADER as u64,
         })
     }
@@ -73,24 +79,64 @@ impl WalWriter {
     pub(crate) fn commit(&mut self, sync: bool) -> Result<()> {
         self.write_pending()?;
         if sync {
-            self.file.sync().map_err(|e| Error::io(&self.path, e))?;
+            if let Err(e) = self.file.sync() {
+                let e = Error::io(&self.path, e);
+                self.failed = Some(e.clone());
+                return Err(e);
+            }
         }
         Ok(())
     }
 
     /// Writes the pending records, if any, in one call.
     pub(crate) fn write_pending(&mut self) -> Result<()> {
+        if let Some(e) = &self.failed {
+            return Err(e.clone());
+        }
         if self.buf.is_empty() {
             return Ok(());
         }
         let result = self.file.append(&self.buf);
         self.len += self.buf.len() as u64;
         self.buf.clear();
-        result.map_err(|e| Error::io(&self.path, e))
+        if let Err(e) = result {
+            let e = Error::io(&self.path, e);
+            self.failed = Some(e.clone());
+            return Err(e);
+        }
+        Ok(())
     }
 
     /// Writes the pending records and makes everything written durable.
     pub(crate) fn sync(&mut self) -> Result<()> {
         self.commit(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::env::{CallKind, FaultFs, Injected, MemFs};
+
+    /// After a failed append, a later write of an empty buffer (another
+    /// thread's, which had buffered records the failure dropped) must not
+    /// report success, even once the disk is healthy again.
+    #[test]
+    fn a_failed_append_fails_every_later_write_and_sync() {
+        let mem = MemFs::new();
+        let fault = FaultFs::over_mem(mem.clone());
+        let fs: &dyn Fs = &fault;
+        fs.create_dir_all(Path::new("/db")).expect("mkdir");
+        let mut w = WalWriter::create(fs, Path::new("/db/000001.wal")).expect("create");
+        w.add(b"deferred").expect("add");
+        fault.fail_matching(Some(CallKind::Append), ".wal", Injected::Eio);
+        assert!(w.write_pending().is_err());
+        fault.clear();
+        assert_eq!(w.pending(), 0, "the failed append took the buffer");
+        assert!(
+            w.write_pending().is_err(),
+            "an empty buffer reported written"
+        );
+        assert!(w.sync().is_err(), "a sync after a lost record succeeded");
     }
 }
