@@ -309,3 +309,26 @@ fn incompressible_samples_get_no_dictionary() {
     assert!(m.dict_bytes() > 0);
     assert!(m.ratio() > 2.0, "ratio {}", m.ratio());
 }
+
+#[test]
+fn chunks_tile_the_records_in_order() {
+    let records: Vec<Vec<u8>> = [5usize, 1, 30, 0, 7, 7, 7, 2, 40, 3]
+        .iter()
+        .map(|&n| vec![b'x'; n])
+        .collect();
+    for chunk_bytes in [1, 8, 10, 25, 1000] {
+        let chunks = super::shared::chunk_bounds(&records, chunk_bytes);
+        let mut at = 0;
+        for (k, c) in chunks.iter().enumerate() {
+            assert_eq!(c.start, at, "contiguous at {chunk_bytes}");
+            assert!(c.end > c.start, "no empty chunk at {chunk_bytes}");
+            let bytes: usize = records[c.clone()].iter().map(Vec::len).sum();
+            if k + 1 < chunks.len() {
+                assert!(bytes >= chunk_bytes, "only the last chunk is short");
+            }
+            at = c.end;
+        }
+        assert_eq!(at, records.len(), "every record at {chunk_bytes}");
+    }
+    assert!(super::shared::chunk_bounds(&[] as &[Vec<u8>], 8).is_empty());
+}
