@@ -9,16 +9,19 @@
 //! critical path in two passes over each record:
 //!
 //! 1. For every position: look up its dictionary candidate (the chain
-//!    head: the front-most dictionary position with the same hash) and ask
-//!    for that candidate's bytes to be loaded, and thread the position into
-//!    the record's own chains. The lookups are independent, so the CPU
-//!    overlaps their misses.
+//!    head: the front-most dictionary position with the same 6-byte hash)
+//!    and ask for that candidate's bytes to be loaded, and thread the
+//!    position into the record's own chains. For every `LONG_STEP`-th
+//!    position: look up the second table's candidate (the front-most
+//!    position with the same 12-byte hash) and load its bytes too. The
+//!    lookups are independent, so the CPU overlaps their misses.
 //! 2. Parse greedily with one lazy step, from the candidates of pass 1,
 //!    whose bytes are in cache by then: at each position, the continuation
 //!    of the last dictionary match (the prediction the format codes in a
 //!    couple of bits), the last local distance, the one dictionary
-//!    candidate and up to `LOCAL_DEPTH` local ones. A match is extended
-//!    backwards over pending literals before it is taken.
+//!    candidate, the long candidate of the next sampled position (moved
+//!    back to this one) and up to `LOCAL_DEPTH` local ones. A match is
+//!    extended backwards over pending literals before it is taken.
 //!
 //! Measured (more in the README, "Ingest"): on the 50 MB Debian set, one
 //! core of the 2-core VM, 42-59 MB/s to 3.67x against the thorough parse's
@@ -26,22 +29,33 @@
 //! (each link is a miss no pass can prefetch); a head table of 2^22
 //! entries instead of 2^18 gains 3% of ratio for a third of the speed;
 //! searching a window around the prediction after each difference gained
-//! under 1%. What the fast parse loses is mostly anchoring: the front-most
-//! candidate of a common prefix ("Package: ") is rarely the record this
-//! one nearly copies, so it takes a few literals and an absolute position
-//! to find it. A second table on a longer hash (zstd's "double fast")
-//! would be the next thing to try.
+//! under 1%. What the short table loses is mostly anchoring: the
+//! front-most candidate of a common prefix ("Package: ") is rarely the
+//! record this one nearly copies. The second table, on 12-byte hashes (as
+//! zstd's "double fast" strategy pairs a long hash with a short one), finds
+//! such records: values 3.3% smaller on Debian (13.59 to 13.14 MB) and 11%
+//! on 61 MB of rustdoc (7.82 to 6.93 MB, 7.83x to 8.83x), at an encode
+//! speed within this VM's noise of the one-table parse (rustdoc 96-122
+//! against 95-129 MB/s on one core; Debian 56-67 against 55-78), decoding
+//! no slower (longer matches, fewer sequences). Sampling it at every
+//! fourth position costs 0.7% of Debian's size against every position (2:
+//! 0.4%), and halving it 0.9% (a quarter: 1.4%).
 //!
 //! Invariants: the same as [`super::parse`]'s sequences (they tile the
 //! record in order, every match is `MIN_MATCH..=MAX_MATCH` long and its
 //! source holds exactly the bytes it replaces, the last sequence has no
 //! match), and `dict_cand[p]`/`local_cand[p]` hold, for every position `p`
 //! with `HASH_LEN` bytes left, a dictionary position (or `NONE`) and an
-//! earlier record position (or `NONE`) whose bytes hash like `p`'s.
+//! earlier record position (or `NONE`) whose bytes hash like `p`'s;
+//! `long_cand[k]` holds, for every `k` with `LONG_LEN` bytes left at
+//! `k * LONG_STEP`, a dictionary position (or `NONE`) whose `LONG_LEN`
+//! bytes hash like those. A candidate is only a hint: every match offered
+//! is measured against the bytes, so a collision costs a compare, never a
+//! wrong match.
 
 use pith_enc::prefix::common_len;
 
-use super::matcher::{mix, DictIndex, HASH_LEN, NONE};
+use super::matcher::{mix, mix_long, DictIndex, HASH_LEN, LONG_LEN, NONE};
 use super::parse::{Prices, Seq};
 use super::prefetch;
 use super::symbols::{source, Source, MAX_MATCH, MIN_MATCH};
@@ -54,6 +68,11 @@ const LONG_ENOUGH: usize = 16;
 /// Earlier positions of the record examined per position (they are in
 /// cache: the record is).
 const LOCAL_DEPTH: usize = 4;
+
+/// The second table is looked up at every `LONG_STEP`-th position only: a
+/// match at least `LONG_LEN + LONG_STEP` long covers a sampled position,
+/// and its candidate there, moved back, is one at the position searched.
+const LONG_STEP: usize = 4;
 
 /// Where a match copies from.
 #[derive(Clone, Copy)]
@@ -103,6 +122,7 @@ impl State {
 /// Scratch of the fast parse, reused from record to record.
 pub(crate) struct FastParse {
     dict_cand: Vec<u32>,
+    long_cand: Vec<u32>,
     local_cand: Vec<u32>,
     local_head: Vec<u32>,
 }
@@ -111,6 +131,7 @@ impl FastParse {
     pub(crate) fn new() -> Self {
         FastParse {
             dict_cand: Vec::new(),
+            long_cand: Vec::new(),
             local_cand: Vec::new(),
             local_head: Vec::new(),
         }
@@ -140,6 +161,18 @@ impl FastParse {
             let h = (m >> (64 - local_bits)) as usize;
             *l = local_head[h];
             local_head[h] = p as u32;
+        }
+        let (long_heads, long_bits) = (index.long_heads(), index.long_bits());
+        let long_n = if long_heads.is_empty() {
+            0
+        } else {
+            rec.len().saturating_sub(LONG_LEN - 1).div_ceil(LONG_STEP)
+        };
+        self.long_cand.clear();
+        self.long_cand.resize(long_n, NONE);
+        for (k, c) in self.long_cand.iter_mut().enumerate() {
+            *c = long_heads[(mix_long(&rec[k * LONG_STEP..]) >> (64 - long_bits)) as usize];
+            prefetch(dict, *c as usize);
         }
     }
 
@@ -185,6 +218,18 @@ impl FastParse {
             let len = common_len(rest, &dict[at as usize..]);
             if len >= HASH_LEN {
                 offer(len, From::Dict(at as usize));
+            }
+        }
+        // The long candidate of the next sampled position, moved back to
+        // `p`.
+        let ahead = p.next_multiple_of(LONG_STEP) - p;
+        if let Some(&long) = self.long_cand.get(p.div_ceil(LONG_STEP)) {
+            let from = (long as usize).wrapping_sub(ahead);
+            if long != NONE && long as usize >= ahead && from != at as usize {
+                let len = common_len(rest, &dict[from..]);
+                if len >= LONG_LEN {
+                    offer(len, From::Dict(from));
+                }
             }
         }
         let mut from = self.local_cand[p];

@@ -35,11 +35,24 @@ pub(crate) fn hash(bytes: &[u8], bits: u32) -> usize {
     (mix(bytes) >> (64 - bits)) as usize
 }
 
-/// Largest head table without chains (the fast parse's): 2^18 entries,
-/// 1 MiB, stays in a core's L2 cache. Measured on Debian (3 MB dictionary,
-/// one core of the 2-core VM, three runs each): 2^18 encodes 42-59 MB/s
-/// to 3.67x, 2^22 (16 MiB, what the chains use) 30-39 MB/s to 3.77x.
+/// Largest head table without chains (the fast parse's), and the size of
+/// its second table on longer hashes: 2^18 entries, 1 MiB each. Measured
+/// on Debian with the short table alone (3 MB dictionary, one core of the
+/// 2-core VM, three runs each): 2^18 encodes 42-59 MB/s to 3.67x, 2^22
+/// (16 MiB, what the chains use) 30-39 MB/s to 3.77x.
 const FAST_HEAD_BITS: u32 = 18;
+
+/// Bytes the fast parse's second table hashes (see [`DictIndex::long_heads`]).
+pub(crate) const LONG_LEN: usize = 12;
+
+/// The `LONG_LEN` bytes at the start of `bytes`, mixed; the top bits are
+/// the hash.
+#[inline]
+pub(crate) fn mix_long(bytes: &[u8]) -> u64 {
+    let a = le::u64_padded(&bytes[..8]);
+    let b = le::u64_padded(&bytes[8..LONG_LEN]);
+    (a ^ b.wrapping_mul(0xC2B2_AE3D_27D4_EB4F).rotate_left(31)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
 
 /// Hash chains over the dictionary, or only their heads (the front-most
 /// position of each hash) for the fast parse.
@@ -48,6 +61,10 @@ pub(crate) struct DictIndex {
     bits: u32,
     head: Vec<u32>,
     chain: Vec<u32>,
+    /// The fast parse's second table, over `LONG_LEN` bytes: the
+    /// front-most position of each hash, `2^long_bits` entries.
+    long_head: Vec<u32>,
+    long_bits: u32,
 }
 
 impl DictIndex {
@@ -66,16 +83,45 @@ impl DictIndex {
             }
             head[h] = p as u32;
         }
+        // As large as the fast parse's heads, with or without chains: a
+        // fast parse given an index with chains (one a thorough encoder
+        // built, or training's rounds) parses the same as with its own.
+        let long_bits = bits.min(FAST_HEAD_BITS);
+        let mut long_head = vec![NONE; 1 << long_bits];
+        for p in (0..dict.len().saturating_sub(LONG_LEN - 1)).rev() {
+            long_head[(mix_long(&dict[p..]) >> (64 - long_bits)) as usize] = p as u32;
+        }
         DictIndex {
             dict: dict.to_vec(),
             bits,
             head,
             chain,
+            long_head,
+            long_bits,
         }
+    }
+
+    /// The fast parse's second table: the front-most position of each
+    /// hash of `LONG_LEN` bytes, indexed by the top
+    /// [`DictIndex::long_bits`] bits of [`mix_long`].
+    #[inline]
+    pub(crate) fn long_heads(&self) -> &[u32] {
+        &self.long_head
+    }
+
+    /// Bits of the second table's hash.
+    pub(crate) fn long_bits(&self) -> u32 {
+        self.long_bits
     }
 
     pub(crate) fn dict(&self) -> &[u8] {
         &self.dict
+    }
+
+    /// Empties the second table (tests compare the parse without it).
+    #[cfg(test)]
+    pub(crate) fn drop_long_heads(&mut self) {
+        self.long_head.clear();
     }
 
     /// Whether the chains behind the heads are there (else a walk stops
@@ -84,9 +130,10 @@ impl DictIndex {
         !self.chain.is_empty() || self.dict.len() < HASH_LEN
     }
 
-    /// Memory held: the dictionary copy and the chains.
+    /// Memory held: the dictionary copy, the heads of both tables and the
+    /// chains.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.dict.len() + 4 * (self.head.len() + self.chain.len())
+        self.dict.len() + 4 * (self.head.len() + self.chain.len() + self.long_head.len())
     }
 
     /// Starts loading the chain head a later search for `s` will read.

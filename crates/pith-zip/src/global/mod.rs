@@ -574,6 +574,53 @@ mod tests {
         assert!(fast < rec.len() / 6, "{fast} bytes for {}", rec.len());
     }
 
+    /// The fast parse with a model's index (heads without chains, as
+    /// flushes encode): the dictionary holds every 6-byte run of the
+    /// record first, in 8-byte pieces, and the whole record after them.
+    /// The short hash's front-most candidates are the pieces; the second
+    /// table, on 12-byte hashes, finds the whole.
+    #[test]
+    fn the_long_table_finds_a_record_the_short_heads_miss() {
+        let rec = b"alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu";
+        let mut dict = Vec::new();
+        for i in (0..rec.len() - 8).step_by(3) {
+            dict.extend_from_slice(&rec[i..i + 8]);
+            dict.push(b'#');
+        }
+        dict.extend_from_slice(b"some other bytes in between ");
+        dict.extend_from_slice(rec);
+        let trained = Encoder::train(&dict, &[&rec[..]], DEFAULT_DEPTH, 1, Effort::Fast);
+        let encode = |index: DictIndex| {
+            let mut enc = Encoder::for_model(
+                Arc::new(index),
+                trained.lengths().to_vec(),
+                trained.literal_price(),
+                DEFAULT_DEPTH,
+                Effort::Fast,
+            );
+            let mut bytes = Vec::new();
+            enc.encode(rec, &mut bytes);
+            let model = trained.model_bytes(STORE_DICT_LEVEL).unwrap();
+            let mut out = Vec::new();
+            Decoder::open(&model)
+                .unwrap()
+                .decode(&bytes, rec.len() as u64, &mut out)
+                .unwrap();
+            assert_eq!(&out[..], &rec[..]);
+            bytes.len()
+        };
+        let with_long = encode(DictIndex::new(&dict, false));
+        let mut short_only = DictIndex::new(&dict, false);
+        short_only.drop_long_heads();
+        let without = encode(short_only);
+        // One match of the whole record, against a piece at a time.
+        assert!(
+            with_long < rec.len() / 8 && with_long * 3 < without,
+            "{with_long} bytes with the long table, {without} without, for {}",
+            rec.len()
+        );
+    }
+
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
 
