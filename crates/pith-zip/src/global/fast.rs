@@ -13,7 +13,7 @@
 //!    and ask for that candidate's bytes to be loaded, and thread the
 //!    position into the record's own chains. For every `LONG_STEP`-th
 //!    position: look up the second table's candidate (the front-most
-//!    position with the same 12-byte hash) and load its bytes too. The
+//!    position with the same 16-byte hash) and load its bytes too. The
 //!    lookups are independent, so the CPU overlaps their misses.
 //! 2. Parse greedily with one lazy step, from the candidates of pass 1,
 //!    whose bytes are in cache by then: at each position, the continuation
@@ -31,15 +31,19 @@
 //! searching a window around the prediction after each difference gained
 //! under 1%. What the short table loses is mostly anchoring: the
 //! front-most candidate of a common prefix ("Package: ") is rarely the
-//! record this one nearly copies. The second table, on 12-byte hashes (as
+//! record this one nearly copies. The second table, on 16-byte hashes (as
 //! zstd's "double fast" strategy pairs a long hash with a short one), finds
-//! such records: values 3.3% smaller on Debian (13.59 to 13.14 MB) and 11%
-//! on 61 MB of rustdoc (7.82 to 6.93 MB, 7.83x to 8.83x), at an encode
-//! speed within this VM's noise of the one-table parse (rustdoc 96-122
-//! against 95-129 MB/s on one core; Debian 56-67 against 55-78), decoding
-//! no slower (longer matches, fewer sequences). Sampling it at every
-//! fourth position costs 0.7% of Debian's size against every position (2:
-//! 0.4%), and halving it 0.9% (a quarter: 1.4%).
+//! such records: values 3.3% smaller on Debian (13.59 to 13.14 MB, 3.68x
+//! to 3.80x) and 12% on 61 MB of rustdoc (7.82 to 6.86 MB, 7.83x to
+//! 8.93x), at an encode speed within this VM's noise of the one-table
+//! parse (alternating runs, one core: rustdoc 96-122 against 95-129 MB/s,
+//! Debian 56-67 against 55-78), decoding no slower (longer matches, fewer
+//! sequences). Measured choices (sizes, Debian and rustdoc): 16 bytes
+//! against 12 (equal, 1.1% smaller), 10 (0.3%, 2.9% larger) or 8 (1.0%
+//! larger on Debian); the front-most position per hash against the last
+//! one (0.1%, 0.3% larger, at 12 bytes); every fourth position against
+//! every position (0.7% larger on Debian, at 12 bytes) or every second
+//! (0.3%); 2^18 heads against 2^17 (0.9%, 2.3% larger, at 12 bytes).
 //!
 //! Invariants: the same as [`super::parse`]'s sequences (they tile the
 //! record in order, every match is `MIN_MATCH..=MAX_MATCH` long and its

@@ -43,7 +43,7 @@ pub(crate) fn hash(bytes: &[u8], bits: u32) -> usize {
 const FAST_HEAD_BITS: u32 = 18;
 
 /// Bytes the fast parse's second table hashes (see [`DictIndex::long_heads`]).
-pub(crate) const LONG_LEN: usize = 12;
+pub(crate) const LONG_LEN: usize = 16;
 
 /// The `LONG_LEN` bytes at the start of `bytes`, mixed; the top bits are
 /// the hash.

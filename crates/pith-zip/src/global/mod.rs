@@ -578,7 +578,7 @@ mod tests {
     /// flushes encode): the dictionary holds every 6-byte run of the
     /// record first, in 8-byte pieces, and the whole record after them.
     /// The short hash's front-most candidates are the pieces; the second
-    /// table, on 12-byte hashes, finds the whole.
+    /// table, on 16-byte hashes, finds the whole.
     #[test]
     fn the_long_table_finds_a_record_the_short_heads_miss() {
         let rec = b"alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu";
