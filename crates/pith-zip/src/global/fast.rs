@@ -44,6 +44,15 @@
 //! one (0.1%, 0.3% larger, at 12 bytes); every fourth position against
 //! every position (0.7% larger on Debian, at 12 bytes) or every second
 //! (0.3%); 2^18 heads against 2^17 (0.9%, 2.3% larger, at 12 bytes).
+//! Buckets of the four front-most positions per hash (all four loaded and
+//! compared) find much more: 2^17 buckets (2 MiB) 12.87 and 6.27 MB, 2^19
+//! buckets (8 MiB, about one entry per dictionary position) 12.30 and
+//! 5.98 MB, but encoding was 30-35% slower with either (one core, Debian,
+//! alternating runs: 32-47 against 49-80 MB/s), so the cost is in the
+//! compares (each a miss the pass-1 prefetches do not cover), not the
+//! table's size; two positions per bucket (1 MiB) gained 0.4% and 2.9%.
+//! A bucket that filters its candidates before comparing (a few more
+//! hash bits kept beside each position) is what to try next.
 //!
 //! Invariants: the same as [`super::parse`]'s sequences (they tile the
 //! record in order, every match is `MIN_MATCH..=MAX_MATCH` long and its
