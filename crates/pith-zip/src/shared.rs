@@ -119,8 +119,10 @@ impl Encoded<'_> {
 }
 
 /// Builds a store encoded with a shared model, in one pass over records
-/// in id order. Memory: one encoded record and 8 bytes per record, plus
-/// the model's matcher index (shared, built on the model's first encode).
+/// in id order. Memory: one encoded record (with
+/// [`SharedBuilder::push_many`], the encodings of the records it is given)
+/// and 8 bytes per record, plus the model's matcher index (shared, built
+/// on the model's first encode).
 pub struct SharedBuilder<W: Write> {
     model: Arc<Model>,
     encoder: global::Encoder,

@@ -87,7 +87,7 @@ const LONG_ENOUGH: usize = 16;
 const LOCAL_DEPTH: usize = 4;
 
 /// The second table is looked up at every `LONG_STEP`-th position only: a
-/// match at least `LONG_LEN + LONG_STEP` long covers a sampled position,
+/// match at least `LONG_LEN + LONG_STEP - 1` long covers a sampled position,
 /// and its candidate there, moved back, is one at the position searched.
 const LONG_STEP: usize = 4;
 

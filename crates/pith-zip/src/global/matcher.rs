@@ -35,8 +35,9 @@ pub(crate) fn hash(bytes: &[u8], bits: u32) -> usize {
     (mix(bytes) >> (64 - bits)) as usize
 }
 
-/// Largest head table without chains (the fast parse's), and the size of
-/// its second table on longer hashes: 2^18 entries, 1 MiB each. Measured
+/// Largest head table without chains (the fast parse's), and the largest
+/// second table on longer hashes: 2^18 entries, 1 MiB each (a dictionary
+/// under 128 KiB gets one to two entries per byte). Measured
 /// on Debian with the short table alone (3 MB dictionary, one core of the
 /// 2-core VM, three runs each): 2^18 encodes 42-59 MB/s to 3.67x, 2^22
 /// (16 MiB, what the chains use) 30-39 MB/s to 3.77x.
@@ -83,9 +84,10 @@ impl DictIndex {
             }
             head[h] = p as u32;
         }
-        // As large as the fast parse's heads, with or without chains: a
-        // fast parse given an index with chains (one a thorough encoder
-        // built, or training's rounds) parses the same as with its own.
+        // Built with or without chains, at most as large as the fast
+        // parse's heads: a fast parse given an index with chains (one a
+        // thorough encoder built) finds the same long candidates as with
+        // its own (its short heads, with more bits, may differ).
         let long_bits = bits.min(FAST_HEAD_BITS);
         let mut long_head = vec![NONE; 1 << long_bits];
         for p in (0..dict.len().saturating_sub(LONG_LEN - 1)).rev() {

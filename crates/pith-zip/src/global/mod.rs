@@ -575,7 +575,7 @@ mod tests {
     }
 
     /// The fast parse with a model's index (heads without chains, as
-    /// flushes encode): the dictionary holds every 6-byte run of the
+    /// flushes encode): the dictionary holds most 6-byte runs of the
     /// record first, in 8-byte pieces, and the whole record after them.
     /// The short hash's front-most candidates are the pieces; the second
     /// table, on 16-byte hashes, finds the whole.
