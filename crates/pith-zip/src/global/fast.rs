@@ -72,7 +72,7 @@
 
 use pith_enc::prefix::common_len;
 
-use super::matcher::{mix, mix_long, DictIndex, HASH_LEN, LONG_LEN, NONE};
+use super::matcher::{long_hash, mix, DictIndex, HASH_LEN, LONG_LEN, NONE};
 use super::parse::{Prices, Seq};
 use super::prefetch;
 use super::symbols::{source, Source, MAX_MATCH, MIN_MATCH};
@@ -188,7 +188,7 @@ impl FastParse {
         self.long_cand.clear();
         self.long_cand.resize(long_n, NONE);
         for (k, c) in self.long_cand.iter_mut().enumerate() {
-            *c = long_heads[(mix_long(&rec[k * LONG_STEP..]) >> (64 - long_bits)) as usize];
+            *c = long_heads[long_hash(&rec[k * LONG_STEP..], long_bits)];
             prefetch(dict, *c as usize);
         }
     }

@@ -49,10 +49,17 @@ pub(crate) const LONG_LEN: usize = 16;
 /// The `LONG_LEN` bytes at the start of `bytes`, mixed; the top bits are
 /// the hash.
 #[inline]
-pub(crate) fn mix_long(bytes: &[u8]) -> u64 {
+fn mix_long(bytes: &[u8]) -> u64 {
     let a = le::u64_padded(&bytes[..8]);
     let b = le::u64_padded(&bytes[8..LONG_LEN]);
     (a ^ b.wrapping_mul(0xC2B2_AE3D_27D4_EB4F).rotate_left(31)).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+/// The second table's slot for the `LONG_LEN` bytes at the start of
+/// `bytes`, in a table of `1 << bits` entries (as [`hash`] for the first).
+#[inline]
+pub(crate) fn long_hash(bytes: &[u8], bits: u32) -> usize {
+    (mix_long(bytes) >> (64 - bits)) as usize
 }
 
 /// Hash chains over the dictionary, or only their heads (the front-most
@@ -91,7 +98,7 @@ impl DictIndex {
         let long_bits = bits.min(FAST_HEAD_BITS);
         let mut long_head = vec![NONE; 1 << long_bits];
         for p in (0..dict.len().saturating_sub(LONG_LEN - 1)).rev() {
-            long_head[(mix_long(&dict[p..]) >> (64 - long_bits)) as usize] = p as u32;
+            long_head[long_hash(&dict[p..], long_bits)] = p as u32;
         }
         DictIndex {
             dict: dict.to_vec(),
@@ -104,8 +111,8 @@ impl DictIndex {
     }
 
     /// The fast parse's second table: the front-most position of each
-    /// hash of `LONG_LEN` bytes, indexed by the top
-    /// [`DictIndex::long_bits`] bits of [`mix_long`].
+    /// hash of `LONG_LEN` bytes, indexed by [`long_hash`] with
+    /// [`DictIndex::long_bits`].
     #[inline]
     pub(crate) fn long_heads(&self) -> &[u32] {
         &self.long_head
