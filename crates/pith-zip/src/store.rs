@@ -324,7 +324,7 @@ impl<'a> Store<'a> {
             // it at once (bounded by the payload too, so a crafted header
             // cannot make a reader allocate much), and the real length is
             // checked below.
-            let decoded = model.decoder().decode(r.payload, r.len, out);
+            let decoded = model.decoder().decode_sized(r.payload, r.len, out);
             decoded.map_err(|e| {
                 out.clear();
                 corrupt(e.to_string())
