@@ -77,7 +77,7 @@ pub use global::Effort;
 pub use model::{
     compressible, IndexHold, Model, ModelRef, MODEL_HEADER_BYTES, MODEL_MAGIC, PROBE_RATIO,
 };
-pub use shared::{Encoded, SharedBuilder};
+pub use shared::{Encoded, SharedBuilder, BATCH_BYTES_PER_THREAD};
 pub use store::Store;
 
 #[cfg(test)]

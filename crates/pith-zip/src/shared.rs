@@ -29,6 +29,12 @@ use crate::global;
 use crate::model::{Model, ModelRef};
 use crate::threads::on_threads;
 
+/// Raw bytes a build hands [`SharedBuilder::push_many`] at once, per
+/// thread: enough that splitting them costs little, few enough that a
+/// build's memory stays small (the engine's segment builds, and `pith
+/// bench zip` measuring them, batch by it).
+pub const BATCH_BYTES_PER_THREAD: usize = 2 << 20;
+
 /// Bytes of the model-reference section.
 pub(crate) const REF_BYTES: usize = 16;
 
@@ -184,7 +190,8 @@ impl<W: Write> SharedBuilder<W> {
     }
 
     /// Encodes and appends `records` in order, splitting the encoding
-    /// across up to `threads` threads (the calling one included). The
+    /// across up to `threads` threads (the calling one included); hand it
+    /// about [`BATCH_BYTES_PER_THREAD`] raw bytes per thread at a time. The
     /// records are cut into contiguous chunks of about equal bytes, several
     /// per thread, and each thread takes the next chunk nobody has taken
     /// until none is left: records of equal bytes do not take equal time

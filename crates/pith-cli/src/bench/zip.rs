@@ -262,10 +262,6 @@ struct Parallel {
     mb_s: f64,
 }
 
-/// Raw bytes a segment build hands the encoder at once, per thread (the
-/// engine's batch; see `crates/pith/src/segment/writer.rs`).
-const BUILD_BATCH_PER_THREAD: usize = 2 << 20;
-
 /// A model trained on the values (as the engine trains one), then a store
 /// encoded with it in one pass; the size counts the model file too.
 fn measure_shared(
@@ -304,7 +300,7 @@ fn measure_shared(
         let (mut start, mut batch) = (0, 0);
         for (i, v) in values.iter().enumerate() {
             batch += v.len();
-            if batch >= BUILD_BATCH_PER_THREAD * threads {
+            if batch >= pith_zip::BATCH_BYTES_PER_THREAD * threads {
                 b.push_many(&values[start..=i], threads)?;
                 (start, batch) = (i + 1, 0);
             }

@@ -426,9 +426,6 @@ fn build(
     Ok(Some(built))
 }
 
-/// Raw bytes of values encoded together, per encoding thread.
-const BATCH_BYTES: usize = 2 << 20;
-
 /// Writes the values of `source` as a store encoded with `model`, in one
 /// pass per phase (newest versions, then older ones): values already
 /// encoded with the model are copied as they are, the rest encoded in
@@ -466,7 +463,7 @@ fn shared_store<W: Write>(
                 let value = lent_value(source, v)?;
                 batch_bytes += value.len();
                 batch.push(value);
-                if batch_bytes >= BATCH_BYTES * threads {
+                if batch_bytes >= pith_zip::BATCH_BYTES_PER_THREAD * threads {
                     b.push_many(&batch, threads).map_err(&zip_error)?;
                     batch.clear();
                     batch_bytes = 0;
