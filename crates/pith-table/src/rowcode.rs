@@ -28,25 +28,57 @@ use crate::value::Value;
 /// Encodes one group's values (`values[i]` of `columns[i]`, in group
 /// order), checked against their columns already.
 pub fn encode<C: Borrow<Column>>(values: &[&Value], columns: &[C]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(16 + 8 * values.len());
-    varint::put(&mut out, values.len() as u64);
-    let nullable: Vec<bool> = values
-        .iter()
-        .zip(columns)
-        .filter(|(_, c)| Borrow::<Column>::borrow(*c).nullable)
-        .map(|(v, _)| matches!(v, Value::Null))
-        .collect();
-    let mut bitmap = vec![0u8; nullable.len().div_ceil(8)];
-    for (i, &null) in nullable.iter().enumerate() {
-        if null {
-            bitmap[i / 8] |= 1 << (i % 8);
+    encode_with(values.len(), |i| values[i], columns)
+}
+
+/// [`encode`] of the values of `row` at `at` (column `at[i]` of the row is
+/// `columns[i]` of the group), without gathering them first: a bulk load
+/// encodes each row's groups this way, one allocation each.
+pub fn encode_columns<C: Borrow<Column>>(row: &[Value], at: &[usize], columns: &[C]) -> Vec<u8> {
+    encode_with(at.len(), |i| &row[at[i]], columns)
+}
+
+/// Encodes `count` values, the `i`th `value(i)`, of `columns`, into a
+/// buffer sized for them at once.
+fn encode_with<'v, C: Borrow<Column>>(
+    count: usize,
+    value: impl Fn(usize) -> &'v Value,
+    columns: &[C],
+) -> Vec<u8> {
+    let n = count.min(columns.len());
+    let ty = |i: usize| Borrow::<Column>::borrow(&columns[i]).ty;
+    let nullable = |i: usize| Borrow::<Column>::borrow(&columns[i]).nullable;
+    let nullables = (0..n).filter(|&i| nullable(i)).count();
+    let size =
+        10 + nullables.div_ceil(8) + (0..n).map(|i| encoded_len(value(i), ty(i))).sum::<usize>();
+    let mut out = Vec::with_capacity(size);
+    varint::put(&mut out, count as u64);
+    let bitmap = out.len();
+    out.resize(bitmap + nullables.div_ceil(8), 0);
+    for (k, i) in (0..n).filter(|&i| nullable(i)).enumerate() {
+        if matches!(value(i), Value::Null) {
+            out[bitmap + k / 8] |= 1 << (k % 8);
         }
     }
-    out.extend_from_slice(&bitmap);
-    for (v, c) in values.iter().zip(columns) {
-        put(&mut out, v, c.borrow().ty);
+    for i in 0..n {
+        put(&mut out, value(i), ty(i));
     }
     out
+}
+
+/// Bytes [`put`] writes for `v` (at most: a varint is counted at its
+/// longest).
+fn encoded_len(v: &Value, ty: ColumnType) -> usize {
+    let width = ty.fixed_width().unwrap_or(0);
+    match v {
+        Value::Null => 0,
+        Value::Int(_) | Value::UInt(_) => width.min(8),
+        Value::Float(_) => 8,
+        Value::Bool(_) => 1,
+        Value::Decimal(_) => 16,
+        Value::Text(s) => 10 + s.len(),
+        Value::Bytes(b) => 10 + b.len(),
+    }
 }
 
 fn put(out: &mut Vec<u8>, v: &Value, ty: ColumnType) {
@@ -234,5 +266,35 @@ mod tests {
         for cut in 0..b.len() {
             assert_eq!(decode(&b[..cut], &refs[..5]), None, "cut at {cut}");
         }
+    }
+
+    /// A group's values taken from a whole row in place encode as the
+    /// same values gathered first: nulls among nullable and non-nullable
+    /// columns, fixed and variable widths, more than eight nullable
+    /// columns (a second bitmap byte).
+    #[test]
+    fn columns_of_a_row_encode_as_the_gathered_values() {
+        let mut cols = vec![
+            col("a", ColumnType::I64, false),
+            col("b", ColumnType::String, true),
+            col("c", ColumnType::Bool, true),
+            col("d", ColumnType::Bytes, false),
+        ];
+        for i in 0..9 {
+            cols.push(col(&format!("n{i}"), ColumnType::U8, true));
+        }
+        let row: Vec<Value> = (0..cols.len() + 3)
+            .map(|i| match i % 5 {
+                0 => Value::Int(i as i64 - 7),
+                1 => Value::Text("x".repeat(i * 40)),
+                2 => Value::Null,
+                3 => Value::Bytes(vec![i as u8; i]),
+                _ => Value::UInt(i as u64),
+            })
+            .collect();
+        // The group's columns sit at scattered places in the row.
+        let at: Vec<usize> = (0..cols.len()).map(|i| (i * 7 + 3) % row.len()).collect();
+        let gathered: Vec<&Value> = at.iter().map(|&c| &row[c]).collect();
+        assert_eq!(encode_columns(&row, &at, &cols), encode(&gathered, &cols));
     }
 }

@@ -28,7 +28,7 @@ use crate::error::{Error, Result};
 use crate::keycode;
 use crate::layout::Layout;
 use crate::rowcode;
-use crate::schema::{Column, ColumnType, Schema};
+use crate::schema::{ColumnType, Schema};
 use crate::value::Value;
 
 /// One open table. Cheap to clone; all clones share the write lock.
@@ -538,11 +538,11 @@ impl Table {
 
     /// Group `g`'s value for `row`.
     pub(crate) fn group_value(&self, g: usize, row: &[Value]) -> Vec<u8> {
-        let s = &self.schema;
-        let cols = &s.groups[g].columns;
-        let values: Vec<&Value> = cols.iter().map(|&c| &row[c]).collect();
-        let columns: Vec<&Column> = cols.iter().map(|&c| &s.columns[c]).collect();
-        rowcode::encode(&values, &columns)
+        rowcode::encode_columns(
+            row,
+            &self.schema.groups[g].columns,
+            &self.layout.group_columns[g],
+        )
     }
 
     /// The groups holding `columns` (none for primary key columns only).
