@@ -110,18 +110,34 @@ pub struct BuildStats {
 /// An evenly strided sample of a stream of records of unknown length:
 /// keeps every `stride`-th record, doubling the stride (and halving the
 /// sample) whenever it outgrows its budget. Records larger than the budget
-/// are never copied.
+/// are never kept. A sample holds copies of its records (`Sample`, made by
+/// [`Sample::new`]) or whatever the caller hands [`Sample::offer_with`]
+/// (such as `Cow` slices lent by a source that holds its records in
+/// memory, which then need no copy): the records kept are the same.
 #[derive(Debug)]
-pub struct Sample {
-    records: Vec<Vec<u8>>,
+pub struct Sample<R = Vec<u8>> {
+    records: Vec<R>,
     bytes: usize,
     stride: u64,
     budget: usize,
 }
 
 impl Sample {
-    /// An empty sample of at most `budget` bytes.
+    /// An empty sample of copies, of at most `budget` bytes.
     pub fn new(budget: usize) -> Self {
+        Sample::with_budget(budget)
+    }
+
+    /// Offers record `index` of the stream (indexes increase by one); a
+    /// record kept is copied.
+    pub fn offer(&mut self, index: u64, record: &[u8]) {
+        self.offer_with(index, record.len(), || record.to_vec());
+    }
+}
+
+impl<R: AsRef<[u8]>> Sample<R> {
+    /// An empty sample of at most `budget` bytes.
+    pub fn with_budget(budget: usize) -> Self {
         Sample {
             records: Vec::new(),
             bytes: 0,
@@ -136,31 +152,33 @@ impl Sample {
         index % self.stride == 0
     }
 
-    /// Offers record `index` of the stream (indexes increase by one).
-    pub fn offer(&mut self, index: u64, record: &[u8]) {
-        if !self.wants(index) || record.len() > self.budget {
+    /// Offers record `index` of the stream (indexes increase by one), of
+    /// `len` bytes: `record()` makes what the sample keeps, called only if
+    /// it keeps it.
+    pub fn offer_with(&mut self, index: u64, len: usize, record: impl FnOnce() -> R) {
+        if !self.wants(index) || len > self.budget {
             return;
         }
-        self.records.push(record.to_vec());
-        self.bytes += record.len();
+        self.records.push(record());
+        self.bytes += len;
         while self.bytes > self.budget && self.records.len() > 1 {
-            let kept: Vec<Vec<u8>> = std::mem::take(&mut self.records)
+            let kept: Vec<R> = std::mem::take(&mut self.records)
                 .into_iter()
                 .step_by(2)
                 .collect();
-            self.bytes = kept.iter().map(Vec::len).sum();
+            self.bytes = kept.iter().map(|r| r.as_ref().len()).sum();
             self.records = kept;
             self.stride *= 2;
         }
     }
 
     fn split(&self) -> (Vec<&[u8]>, Vec<&[u8]>) {
-        let records: Vec<&[u8]> = self.records.iter().map(Vec::as_slice).collect();
+        let records: Vec<&[u8]> = self.records.iter().map(AsRef::as_ref).collect();
         split_sample(&records)
     }
 
     /// The records kept, in stream order.
-    pub fn records(&self) -> &[Vec<u8>] {
+    pub fn records(&self) -> &[R] {
         &self.records
     }
 

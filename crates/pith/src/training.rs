@@ -50,6 +50,7 @@
 //! index, three parses of up to 2 MiB, the dictionary's zstd frame) takes
 //! about 0.6 s on two cores for Debian's 50 MB and is rare.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use crate::core::{Bg, Edit, Inner, Tree};
@@ -59,6 +60,10 @@ use crate::merge::MemSource;
 use crate::model_file::{ModelFile, PAYING_RATIO};
 use crate::options::Options;
 use crate::segment::writer::GroupSource;
+
+/// A training sample: values lent by their source where it can, else
+/// copies.
+type Sample<'a> = pith_zip::Sample<Cow<'a, [u8]>>;
 
 /// The least sample a first model is trained from.
 pub(crate) const MIN_TRAINING_BYTES: usize = 4 << 10;
@@ -216,7 +221,7 @@ pub(crate) fn train_early(inner: &Inner, family: u32, mem: &Memtable) -> Result<
 /// before the file is written.
 fn train_model(
     inner: &Inner,
-    sample: pith_zip::Sample,
+    sample: Sample<'_>,
     data_bytes: u64,
     zip: &pith_zip::Options,
 ) -> Result<Arc<ModelFile>> {
@@ -243,9 +248,11 @@ fn train_model(
 }
 
 /// An evenly strided sample of the newest values of `source`, tombstones
-/// left out, and the bytes of all those values.
-fn sample_values(source: &dyn GroupSource, budget: usize) -> Result<(pith_zip::Sample, u64)> {
-    let mut sample = pith_zip::Sample::new(budget);
+/// left out, and the bytes of all those values. Values the source holds
+/// in memory (a memtable, a bulk load) are lent, not copied: a flush's
+/// drift check samples up to `budget` bytes to measure a megabyte of them.
+fn sample_values<'a>(source: &'a dyn GroupSource, budget: usize) -> Result<(Sample<'a>, u64)> {
+    let mut sample = Sample::with_budget(budget);
     let mut buf = Vec::new();
     let (mut index, mut bytes) = (0u64, 0u64);
     for g in source.groups() {
@@ -256,9 +263,18 @@ fn sample_values(source: &dyn GroupSource, budget: usize) -> Result<(pith_zip::S
         if crate::dbformat::tag_kind(*tag) != crate::dbformat::Kind::Put {
             continue;
         }
-        let value = crate::segment::writer::value_of(source, v, &mut buf)?;
-        sample.offer(index, value);
-        bytes += value.len() as u64;
+        let len = match source.value_in_memory(v) {
+            Some(value) => {
+                sample.offer_with(index, value.len(), || Cow::Borrowed(value));
+                value.len()
+            }
+            None => {
+                source.value(v, &mut buf)?;
+                sample.offer_with(index, buf.len(), || Cow::Owned(buf.clone()));
+                buf.len()
+            }
+        };
+        bytes += len as u64;
         index += 1;
     }
     Ok((sample, bytes))

@@ -81,20 +81,6 @@ pub(crate) trait GroupSource {
     }
 }
 
-/// The value behind `v`: in place when `source` holds it in memory, else
-/// copied into `buf`.
-pub(crate) fn value_of<'a>(
-    source: &'a dyn GroupSource,
-    v: &ValueRef,
-    buf: &'a mut Vec<u8>,
-) -> Result<&'a [u8]> {
-    if let Some(bytes) = source.value_in_memory(v) {
-        return Ok(bytes);
-    }
-    source.value(v, buf)?;
-    Ok(buf)
-}
-
 /// The value behind `v`, lent when `source` holds it in memory, else
 /// copied out.
 fn lent_value<'a>(source: &'a dyn GroupSource, v: &ValueRef) -> Result<Cow<'a, [u8]>> {
