@@ -18,23 +18,65 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn serve(db: &std::path::Path, port: u16, settings: &[&str]) -> Child {
-    let child = Command::new(env!("CARGO_BIN_EXE_pith"))
-        .arg("serve")
-        .arg("--db")
-        .arg(db)
-        .args(["--port", &port.to_string()])
-        .args(settings)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start pith serve");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "pith serve did not start");
-        std::thread::sleep(Duration::from_millis(20));
+/// Starts `pith serve` on `port` and waits until it answers there as
+/// itself (its `INFO server` names its process): a free port found by
+/// binding port 0 can be taken by another test's server before this one
+/// binds it, and then a bare connect reaches that server, which another
+/// test may kill at any moment. If this one exits at start (its port
+/// taken), it is started again on another free port. Returns it and its
+/// port.
+fn serve(db: &std::path::Path, port: u16, settings: &[&str]) -> (Child, u16) {
+    let mut port = port;
+    for _attempt in 0..5 {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_pith"))
+            .arg("serve")
+            .arg("--db")
+            .arg(db)
+            .args(["--port", &port.to_string()])
+            .args(settings)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start pith serve");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if serves_as(port, child.id()) {
+                return (child, port);
+            }
+            if child.try_wait().expect("try_wait").is_some() {
+                break;
+            }
+            assert!(Instant::now() < deadline, "pith serve did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        port = free_port();
     }
-    child
+    panic!("pith serve exited at start five times");
+}
+
+/// Whether the server listening on `port` is process `pid`.
+fn serves_as(port: u16, pid: u32) -> bool {
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+    if s.write_all(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n")
+        .is_err()
+    {
+        return false;
+    }
+    let mut r = BufReader::new(s);
+    let mut head = String::new();
+    let Some(len) = r
+        .read_line(&mut head)
+        .ok()
+        .and_then(|_| head.trim_end().strip_prefix('$')?.parse::<usize>().ok())
+    else {
+        return false;
+    };
+    let mut body = vec![0; len];
+    std::io::Read::read_exact(&mut r, &mut body).is_ok()
+        && String::from_utf8_lossy(&body).contains(&format!("process_id:{pid}\r\n"))
 }
 
 /// Sends `SET key value`; true when acknowledged with +OK.
@@ -113,8 +155,7 @@ impl Drop for Killed {
 fn kill_under_load(settings: &[&str]) -> (Killed, tempfile::TempDir) {
     let dir = tempfile::tempdir().expect("tempdir");
     let db = dir.path().join("db");
-    let port = free_port();
-    let mut server = serve(&db, port, settings);
+    let (mut server, port) = serve(&db, free_port(), settings);
     let stop = Arc::new(AtomicBool::new(false));
     let writers: Vec<_> = (0..4)
         .map(|w| {
@@ -148,7 +189,8 @@ fn kill_under_load(settings: &[&str]) -> (Killed, tempfile::TempDir) {
         acked.iter().all(|&n| n > 10),
         "writers made progress: {acked:?}"
     );
-    let server = Killed(serve(&db, port, settings));
+    let (server, port) = serve(&db, port, settings);
+    let server = Killed(server);
     let mut conn = connect(port);
     for (w, &n) in acked.iter().enumerate() {
         for i in 0..n {
