@@ -182,8 +182,17 @@ pub fn free_port() -> u16 {
 /// a test), panicking with `what` otherwise.
 pub fn wait_for_port(port: u16, what: &str) {
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+    while !listening(port) {
         assert!(std::time::Instant::now() < deadline, "{what} did not start");
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// Whether a connect to `port` reaches a listener: while nothing listens
+/// there, Linux may give the connecting socket that same port and connect
+/// it to itself, which is not a listener.
+fn listening(port: u16) -> bool {
+    TcpStream::connect(("127.0.0.1", port))
+        .and_then(|s| s.local_addr())
+        .is_ok_and(|local| local.port() != port)
 }
