@@ -59,7 +59,7 @@ use crate::memtable::Memtable;
 use crate::merge::MemSource;
 use crate::model_file::{ModelFile, PAYING_RATIO};
 use crate::options::Options;
-use crate::segment::writer::GroupSource;
+use crate::segment::writer::{lent_value, GroupSource};
 
 /// A training sample: values lent by their source where it can, else
 /// copies.
@@ -249,11 +249,11 @@ fn train_model(
 
 /// An evenly strided sample of the newest values of `source`, tombstones
 /// left out, and the bytes of all those values. Values the source holds
-/// in memory (a memtable, a bulk load) are lent, not copied: a flush's
-/// drift check samples up to `budget` bytes to measure a megabyte of them.
+/// in memory (a memtable, a bulk load: every caller's today) are lent, not
+/// copied ([`lent_value`]): a flush's drift check samples up to `budget`
+/// bytes to measure a megabyte of them.
 fn sample_values<'a>(source: &'a dyn GroupSource, budget: usize) -> Result<(Sample<'a>, u64)> {
     let mut sample = Sample::with_budget(budget);
-    let mut buf = Vec::new();
     let (mut index, mut bytes) = (0u64, 0u64);
     for g in source.groups() {
         let g = g?;
@@ -263,17 +263,9 @@ fn sample_values<'a>(source: &'a dyn GroupSource, budget: usize) -> Result<(Samp
         if crate::dbformat::tag_kind(*tag) != crate::dbformat::Kind::Put {
             continue;
         }
-        let len = match source.value_in_memory(v) {
-            Some(value) => {
-                sample.offer_with(index, value.len(), || Cow::Borrowed(value));
-                value.len()
-            }
-            None => {
-                source.value(v, &mut buf)?;
-                sample.offer_with(index, buf.len(), || Cow::Owned(buf.clone()));
-                buf.len()
-            }
-        };
+        let value = lent_value(source, v)?;
+        let len = value.len();
+        sample.offer_with(index, len, || value);
         bytes += len as u64;
         index += 1;
     }

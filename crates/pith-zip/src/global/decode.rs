@@ -216,11 +216,7 @@ impl Decoder {
     /// Replaces `out` with the record encoded in `payload`, which may not
     /// decode to more than `max` bytes; `out` is empty after an error.
     pub(crate) fn decode(&self, payload: &[u8], max: u64, out: &mut Vec<u8>) -> Result<()> {
-        let decoded = self.decode_into(payload, max, 0, out);
-        if decoded.is_err() {
-            out.clear();
-        }
-        decoded
+        self.decode_or_clear(payload, max, 0, out)
     }
 
     /// [`Decoder::decode`] of a record said to be `len` bytes long (by a
@@ -229,7 +225,18 @@ impl Decoder {
     /// as decoding goes (for rustdoc's records, ten times their payload,
     /// a reallocation and a second zeroing per read).
     pub(crate) fn decode_sized(&self, payload: &[u8], len: u64, out: &mut Vec<u8>) -> Result<()> {
-        let decoded = self.decode_into(payload, len, EAGER_BYTES, out);
+        self.decode_or_clear(payload, len, EAGER_BYTES, out)
+    }
+
+    /// [`Decoder::decode_into`], leaving `out` empty after an error.
+    fn decode_or_clear(
+        &self,
+        payload: &[u8],
+        max: u64,
+        eager: usize,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        let decoded = self.decode_into(payload, max, eager, out);
         if decoded.is_err() {
             out.clear();
         }

@@ -83,7 +83,7 @@ pub(crate) trait GroupSource {
 
 /// The value behind `v`, lent when `source` holds it in memory, else
 /// copied out.
-fn lent_value<'a>(source: &'a dyn GroupSource, v: &ValueRef) -> Result<Cow<'a, [u8]>> {
+pub(crate) fn lent_value<'a>(source: &'a dyn GroupSource, v: &ValueRef) -> Result<Cow<'a, [u8]>> {
     if let Some(bytes) = source.value_in_memory(v) {
         return Ok(Cow::Borrowed(bytes));
     }
