@@ -12,6 +12,8 @@
 //! bad row stops the load with an error naming its line and column; a
 //! bulk load writes nothing before every row is checked.
 
+use pith::Records;
+
 use crate::error::{Error, Result};
 use crate::keycode;
 use crate::table::{escape, Table};
@@ -62,51 +64,52 @@ impl Table {
             return self.load_by_inserts(rows, progress);
         }
         let s = &self.schema;
-        let mut pks: Vec<(Vec<u8>, usize)> = Vec::new();
         let mut labels: Vec<String> = Vec::new();
-        let mut groups: Vec<Vec<(Vec<u8>, Vec<u8>)>> = vec![Vec::new(); self.groups.len()];
-        let mut indexes: Vec<Vec<(Vec<u8>, Vec<u8>)>> = vec![Vec::new(); self.indexes.len()];
+        // Each family's records flat in one buffer (`Records`): a row
+        // allocates nothing of its own.
+        let mut groups: Vec<Records> = vec![Records::new(); self.groups.len()];
+        let mut indexes: Vec<Records> = vec![Records::new(); self.indexes.len()];
+        let (mut pk, mut key) = (Vec::new(), Vec::new());
         for (n, row) in rows.into_iter().enumerate() {
             let (label, row) = row?;
             self.check_row(&row).map_err(|e| relabel(e, &label))?;
-            let pk = self.pk_key(&row);
+            pk.clear();
+            self.pk_key_into(&mut pk, &row);
             for (g, out) in groups.iter_mut().enumerate() {
-                out.push((pk.clone(), self.group_value(g, &row)));
+                out.push_with(&pk, |value| self.group_value_into(value, g, &row));
             }
             for (i, out) in indexes.iter_mut().enumerate() {
-                out.push(self.index_entry(i, &row, &pk));
+                key.clear();
+                let pk_value = self.index_key_into(&mut key, i, &row, &pk);
+                out.push(&key, if pk_value { &pk } else { &[] });
             }
-            pks.push((pk, n));
             labels.push(label);
             if n % 4096 == 4095 {
                 progress(n as u64 + 1);
             }
         }
-        let duplicate = |n: usize, index: &str| Error::Duplicate {
+        let duplicate = |n: u32, index: &str| Error::Duplicate {
             table: s.name.clone(),
-            row: labels[n].clone(),
+            row: labels[n as usize].clone(),
             index: index.into(),
         };
-        pks.sort();
-        if let Some(w) = pks.windows(2).find(|w| w[0].0 == w[1].0) {
-            return Err(duplicate(w[1].1, "primary key"));
-        }
-        for (i, entries) in indexes.iter().enumerate() {
-            if !s.indexes[i].unique {
-                continue;
-            }
-            let mut keys: Vec<(&[u8], usize)> = entries
+        // Every group is keyed by the primary key: the first holds them.
+        let checks = std::iter::once((&groups[0], "primary key")).chain(
+            indexes
                 .iter()
-                .enumerate()
-                .map(|(n, (k, _))| (&k[..], n))
-                .collect();
-            keys.sort();
-            if let Some(w) = keys.windows(2).find(|w| w[0].0 == w[1].0) {
-                return Err(duplicate(w[1].1, &s.indexes[i].name));
+                .zip(&s.indexes)
+                .filter(|(_, ix)| ix.unique)
+                .map(|(records, ix)| (records, &ix.name[..])),
+        );
+        for (records, what) in checks {
+            let order = records.key_order();
+            let same = |w: &[u32]| records.key(w[0] as usize) == records.key(w[1] as usize);
+            if let Some(w) = order.windows(2).find(|w| same(w)) {
+                return Err(duplicate(w[1], what));
             }
         }
-        let rows = pks.len() as u64;
-        drop(pks);
+        let rows = labels.len() as u64;
+        drop(labels);
         // One load of every family, built in parallel and installed in one
         // edit: a crash leaves all of the rows and their index entries or
         // none of them.

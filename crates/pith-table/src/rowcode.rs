@@ -28,31 +28,46 @@ use crate::value::Value;
 /// Encodes one group's values (`values[i]` of `columns[i]`, in group
 /// order), checked against their columns already.
 pub fn encode<C: Borrow<Column>>(values: &[&Value], columns: &[C]) -> Vec<u8> {
-    encode_with(values.len(), |i| values[i], columns)
+    let mut out = Vec::new();
+    encode_with(&mut out, values.len(), |i| values[i], columns);
+    out
 }
 
 /// [`encode`] of the values of `row` at `at` (column `at[i]` of the row is
-/// `columns[i]` of the group), without gathering them first: a bulk load
-/// encodes each row's groups this way, one allocation each.
+/// `columns[i]` of the group), without gathering them first.
 pub fn encode_columns<C: Borrow<Column>>(row: &[Value], at: &[usize], columns: &[C]) -> Vec<u8> {
-    encode_with(at.len(), |i| &row[at[i]], columns)
+    let mut out = Vec::new();
+    encode_columns_into(&mut out, row, at, columns);
+    out
 }
 
-/// Encodes `count` values, the `i`th `value(i)`, of `columns`, into a
-/// buffer sized for them at once.
+/// [`encode_columns`] appended to `out`: a bulk load writes each row's
+/// groups straight into its families' buffers.
+pub fn encode_columns_into<C: Borrow<Column>>(
+    out: &mut Vec<u8>,
+    row: &[Value],
+    at: &[usize],
+    columns: &[C],
+) {
+    encode_with(out, at.len(), |i| &row[at[i]], columns)
+}
+
+/// Appends the encoding of `count` values, the `i`th `value(i)`, of
+/// `columns` to `out`, reserving room for them at once.
 fn encode_with<'v, C: Borrow<Column>>(
+    out: &mut Vec<u8>,
     count: usize,
     value: impl Fn(usize) -> &'v Value,
     columns: &[C],
-) -> Vec<u8> {
+) {
     let n = count.min(columns.len());
     let ty = |i: usize| Borrow::<Column>::borrow(&columns[i]).ty;
     let nullable = |i: usize| Borrow::<Column>::borrow(&columns[i]).nullable;
     let nullables = (0..n).filter(|&i| nullable(i)).count();
     let size =
         10 + nullables.div_ceil(8) + (0..n).map(|i| encoded_len(value(i), ty(i))).sum::<usize>();
-    let mut out = Vec::with_capacity(size);
-    varint::put(&mut out, count as u64);
+    out.reserve(size);
+    varint::put(out, count as u64);
     let bitmap = out.len();
     out.resize(bitmap + nullables.div_ceil(8), 0);
     for (k, i) in (0..n).filter(|&i| nullable(i)).enumerate() {
@@ -61,9 +76,8 @@ fn encode_with<'v, C: Borrow<Column>>(
         }
     }
     for i in 0..n {
-        put(&mut out, value(i), ty(i));
+        put(out, value(i), ty(i));
     }
-    out
 }
 
 /// Bytes [`put`] writes for `v` (at most: a varint is counted at its
@@ -296,5 +310,9 @@ mod tests {
         let at: Vec<usize> = (0..cols.len()).map(|i| (i * 7 + 3) % row.len()).collect();
         let gathered: Vec<&Value> = at.iter().map(|&c| &row[c]).collect();
         assert_eq!(encode_columns(&row, &at, &cols), encode(&gathered, &cols));
+        // Appended after what a buffer holds, the same bytes.
+        let mut appended = b"before".to_vec();
+        encode_columns_into(&mut appended, &row, &at, &cols);
+        assert_eq!(appended[6..], encode(&gathered, &cols)[..]);
     }
 }

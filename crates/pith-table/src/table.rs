@@ -448,12 +448,17 @@ impl Table {
 
     /// The primary key's encoding, from a whole row.
     pub(crate) fn pk_key(&self, row: &[Value]) -> Vec<u8> {
-        let s = &self.schema;
         let mut out = Vec::new();
-        for &c in &s.primary_key {
-            keycode::encode(&mut out, &row[c], s.columns[c].ty);
-        }
+        self.pk_key_into(&mut out, row);
         out
+    }
+
+    /// Appends [`Table::pk_key`] to `out`.
+    pub(crate) fn pk_key_into(&self, out: &mut Vec<u8>, row: &[Value]) {
+        let s = &self.schema;
+        for &c in &s.primary_key {
+            keycode::encode(out, &row[c], s.columns[c].ty);
+        }
     }
 
     /// Index `i`'s entry for `row`, whose primary key encodes as `pk`.
@@ -465,21 +470,36 @@ impl Table {
     /// such an entry's key also ends with the primary key, so it collides
     /// with no other row's, and its value is still the primary key.
     pub(crate) fn index_entry(&self, i: usize, row: &[Value], pk: &[u8]) -> (Vec<u8>, Vec<u8>) {
+        let mut key = Vec::new();
+        match self.index_key_into(&mut key, i, row, pk) {
+            true => (key, pk.to_vec()),
+            false => (key, Vec::new()),
+        }
+    }
+
+    /// Appends the key of [`Table::index_entry`] to `key`; returns
+    /// whether its value is the primary key (else it is empty).
+    pub(crate) fn index_key_into(
+        &self,
+        key: &mut Vec<u8>,
+        i: usize,
+        row: &[Value],
+        pk: &[u8],
+    ) -> bool {
         let s = &self.schema;
         let ix = &s.indexes[i];
-        let mut key = Vec::new();
         for &c in &ix.columns {
-            keycode::encode(&mut key, &row[c], s.columns[c].ty);
+            keycode::encode(key, &row[c], s.columns[c].ty);
         }
         match ix.unique {
             true if self.has_null(i, row) => {
                 key.extend_from_slice(pk);
-                (key, pk.to_vec())
+                true
             }
-            true => (key, pk.to_vec()),
+            true => true,
             false => {
                 key.extend_from_slice(pk);
-                (key, Vec::new())
+                false
             }
         }
     }
@@ -538,7 +558,15 @@ impl Table {
 
     /// Group `g`'s value for `row`.
     pub(crate) fn group_value(&self, g: usize, row: &[Value]) -> Vec<u8> {
-        rowcode::encode_columns(
+        let mut out = Vec::new();
+        self.group_value_into(&mut out, g, row);
+        out
+    }
+
+    /// Appends [`Table::group_value`] to `out`.
+    pub(crate) fn group_value_into(&self, out: &mut Vec<u8>, g: usize, row: &[Value]) {
+        rowcode::encode_columns_into(
+            out,
             row,
             &self.schema.groups[g].columns,
             &self.layout.group_columns[g],

@@ -25,26 +25,31 @@ use crate::core::{Edit, Inner};
 use crate::dbformat::{tag, Kind, NO_DEADLINE};
 use crate::error::{Error, Result};
 use crate::model_file::ModelFile;
+use crate::records::Records;
 use crate::segment::writer::{Group, GroupSource, ValueRef};
 use crate::segment::Segment;
 use crate::training::{self, Coding};
 
-/// A sorted chunk of a bulk load as a build input.
+/// A chunk of a bulk load as a build input: its records, and the one
+/// kept for each key in key order.
 struct BulkSource {
-    records: Vec<(Vec<u8>, Vec<u8>)>,
-    /// The one version of each record, in record order (lent out by
-    /// `groups`, one allocation for all).
+    records: Records,
+    /// The version of each kept record, in key order, its `index` the
+    /// record's number in `records` (lent out by `groups`, one allocation
+    /// for all).
     versions: Vec<(u64, ValueRef)>,
 }
 
 impl BulkSource {
-    /// `records` (sorted, keys unique), all written with `tag`.
-    fn new(records: Vec<(Vec<u8>, Vec<u8>)>, tag: u64) -> Self {
-        let versions = (0..records.len() as u64)
+    /// The last of each key of `records`, all written with `tag`.
+    fn new(records: Records, tag: u64) -> Self {
+        let versions = records
+            .last_of_each_key()
+            .into_iter()
             .map(|index| {
                 let v = ValueRef {
                     src: 0,
-                    index,
+                    index: u64::from(index),
                     deadline: NO_DEADLINE,
                 };
                 (tag, v)
@@ -52,21 +57,21 @@ impl BulkSource {
             .collect();
         BulkSource { records, versions }
     }
+
+    /// Distinct keys.
+    fn keys(&self) -> u64 {
+        self.versions.len() as u64
+    }
 }
 
 impl GroupSource for BulkSource {
     fn groups(&self) -> Box<dyn Iterator<Item = Result<Group<'_>>> + '_> {
-        Box::new(
-            self.records
-                .iter()
-                .zip(self.versions.chunks(1))
-                .map(|((k, _), v)| {
-                    Ok(Group {
-                        key: Cow::Borrowed(k),
-                        versions: Cow::Borrowed(v),
-                    })
-                }),
-        )
+        Box::new(self.versions.chunks(1).map(|v| {
+            Ok(Group {
+                key: Cow::Borrowed(self.records.key(v[0].1.index as usize)),
+                versions: Cow::Borrowed(v),
+            })
+        }))
     }
 
     fn value(&self, v: &ValueRef, out: &mut Vec<u8>) -> Result<()> {
@@ -76,15 +81,17 @@ impl GroupSource for BulkSource {
     }
 
     fn value_in_memory(&self, v: &ValueRef) -> Option<&[u8]> {
-        self.records
-            .get(v.index as usize)
-            .map(|(_, value)| &value[..])
+        usize::try_from(v.index)
+            .ok()
+            .filter(|&i| i < self.records.len())
+            .map(|i| self.records.value(i))
     }
 }
 
-/// Owned `(key, value)` records, as [`crate::DB::bulk_load_families`]
-/// takes each family's.
-pub type Records = Vec<(Vec<u8>, Vec<u8>)>;
+/// Memory a record of a chunk takes beside its key and value bytes: two
+/// offsets in [`Records`], and while it is built its number in key order
+/// and its version.
+const RECORD_OVERHEAD: usize = 2 * 8 + 4 + 32;
 
 /// What a bulk load did.
 #[derive(Clone, Debug, Default)]
@@ -121,24 +128,20 @@ where
     let mut stats = BulkStats::default();
     // Decided on the first chunk: a load trains at most one model.
     let mut coding: Option<Coding> = None;
-    let mut chunk: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
-    let mut bytes = 0usize;
+    let mut chunk = Records::new();
     let mut input = records.into_iter();
     loop {
         let next = input.next().transpose()?;
         if let Some((k, v)) = &next {
-            let (k, v) = (k.as_ref(), v.as_ref());
-            bytes += k.len() + v.len() + 48;
-            chunk.push((k.to_vec(), v.to_vec()));
+            chunk.push(k.as_ref(), v.as_ref());
             stats.records += 1;
-            if bytes < inner.options.bulk_chunk_bytes {
+            if chunk.bytes() + chunk.len() * RECORD_OVERHEAD < inner.options.bulk_chunk_bytes {
                 continue;
             }
         }
         if !chunk.is_empty() {
             stats.keys += load_chunk(inner, family, std::mem::take(&mut chunk), &mut coding)?;
             stats.segments += 1;
-            bytes = 0;
         }
         if next.is_none() {
             return Ok(stats);
@@ -151,7 +154,7 @@ where
 fn load_chunk(
     inner: &Inner,
     family: u32,
-    records: Vec<(Vec<u8>, Vec<u8>)>,
+    records: Records,
     coding: &mut Option<Coding>,
 ) -> Result<u64> {
     let seq = inner.last_seq.load(Ordering::Acquire) + 1;
@@ -193,7 +196,7 @@ impl Built {
     }
 }
 
-/// Sorts `records` (the last of repeated keys wins) and builds them into
+/// Orders `records` (the last of repeated keys wins) and builds them into
 /// one segment of `family` at sequence number `seq`; `coding` is decided
 /// here when it is `None` (and may train a model, returned in `Built`).
 /// `builds` builds run at once, this one included, sharing the threads
@@ -201,23 +204,20 @@ impl Built {
 fn build_chunk(
     inner: &Inner,
     family: u32,
-    mut records: Vec<(Vec<u8>, Vec<u8>)>,
+    records: Records,
     seq: u64,
     coding: &mut Option<Coding>,
     builds: usize,
 ) -> Result<Built> {
     let count = records.len() as u64;
-    // Stable sort, then keep the last of each run of equal keys.
-    records.sort_by(|a, b| a.0.cmp(&b.0));
-    let mut deduped: Vec<(Vec<u8>, Vec<u8>)> = Vec::with_capacity(records.len());
-    for r in records {
-        match deduped.last_mut() {
-            Some(last) if last.0 == r.0 => *last = r,
-            _ => deduped.push(r),
-        }
+    if records.len() > u32::MAX as usize {
+        return Err(Error::InvalidArgument(format!(
+            "a bulk load of {count} records into one segment; at most {} fit",
+            u32::MAX
+        )));
     }
-    let keys = deduped.len() as u64;
-    let source = BulkSource::new(deduped, tag(seq, Kind::Put));
+    let source = BulkSource::new(records, tag(seq, Kind::Put));
+    let keys = source.keys();
     let c = match coding {
         Some(c) => c,
         None => coding.insert(training::coding_for(inner, family, &source, builds)?),
@@ -272,7 +272,7 @@ pub(crate) fn load_families(inner: &Inner, mut loads: Vec<(u32, Records)>) -> Re
     inner.wait_for(|st, _| st.frozen_generations() == 0)?;
     let seq = inner.last_seq.load(Ordering::Acquire) + 1;
     // Popped largest first, so the last family to start is a small one.
-    loads.sort_by_key(|(_, r)| r.iter().map(|(k, v)| k.len() + v.len()).sum::<usize>());
+    loads.sort_by_key(|(_, r)| r.bytes());
     let queue = Mutex::new(loads);
     let results: Mutex<Vec<Result<Built>>> = Mutex::new(Vec::new());
     // After a failure, no family is started: the load fails whole.

@@ -14,7 +14,7 @@ use std::thread::JoinHandle;
 
 use crate::background::{self, Role};
 use crate::batch::WriteBatch;
-use crate::bulk::{self, BulkStats, Records};
+use crate::bulk::{self, BulkStats};
 use crate::core::{lock, Inner, State, Tree};
 use crate::dbformat::{expired, tag_kind, Kind, NO_DEADLINE};
 use crate::error::{Error, Result};
@@ -24,6 +24,7 @@ use crate::iter::{DbIterator, MemCursor, Scan, Source, VersionCursor};
 use crate::manifest::{DEFAULT_FAMILY_NAME, MAX_FAMILY_NAME};
 use crate::memtable::Memtable;
 use crate::options::{Options, WriteOptions};
+use crate::records::Records;
 use crate::recovery::{self, RecoveryReport};
 use crate::search::{self, MemMatches, Search};
 use crate::segment::cursor::{SegmentCursor, SegmentMatches};

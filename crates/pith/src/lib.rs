@@ -109,7 +109,7 @@
 // Layers, bottom to top: each module imports only modules before it on
 // this line, so none imports one that imports it back (the `layering`
 // test reads the line and checks every module's imports against it).
-// layers: dbformat family clock filename env error batch wal manifest memtable iter search model_file segment merge options core training write bulk background recovery db fuzz
+// layers: dbformat family clock filename env error batch records wal manifest memtable iter search model_file segment merge options core training write bulk background recovery db fuzz
 mod background;
 mod batch;
 mod bulk;
@@ -132,6 +132,7 @@ mod memtable;
 mod merge;
 mod model_file;
 mod options;
+mod records;
 mod recovery;
 mod search;
 mod segment;
@@ -143,7 +144,7 @@ mod write;
 mod golden_tests;
 
 pub use batch::{BatchOp, WriteBatch};
-pub use bulk::{BulkStats, Records};
+pub use bulk::BulkStats;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use db::{ModelInfo, Snapshot, Stats, VerifyReport, DB};
 pub use error::{Error, Result};
@@ -155,6 +156,7 @@ pub use options::{Options, WriteOptions};
 pub use pith_zip::Options as ZipOptions;
 // The types of `ZipOptions`' fields.
 pub use pith_zip::{Codec, CodecChoice, Effort};
+pub use records::Records;
 pub use recovery::RecoveryReport;
 pub use search::{Search, SearchKeys};
 pub use segment::SegmentInfo;

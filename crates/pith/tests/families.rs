@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use pith::env::{Fs, MemFs};
-use pith::{ColumnFamily, Error, Options, WriteBatch, WriteOptions, DB};
+use pith::{ColumnFamily, Error, Options, Records, WriteBatch, WriteOptions, DB};
 use proptest::prelude::*;
 
 fn on(fs: &MemFs) -> Options {
@@ -382,9 +382,9 @@ fn a_load_into_several_families_installs_them_all_at_once() {
     let in_b: Vec<(Vec<u8>, Vec<u8>)> = (0..2000).map(|i| kv(&format!("b{i:05}"), "b")).collect();
     let stats = db
         .bulk_load_families(vec![
-            (&a, in_a),
-            (&b, in_b),
-            (&db.default_family(), Vec::new()),
+            (&a, in_a.into_iter().collect()),
+            (&b, in_b.into_iter().collect()),
+            (&db.default_family(), Records::new()),
         ])
         .expect("load");
     assert_eq!((stats.records, stats.keys, stats.segments), (5001, 5000, 2));
@@ -436,7 +436,7 @@ fn a_load_naming_a_family_twice_or_a_dropped_one_loads_nothing() {
         db.create_family("gone").expect("gone"),
     );
     db.drop_family(&gone).expect("drop");
-    let records = || vec![kv("k1", "v1"), kv("k2", "v2")];
+    let records = || -> Records { [kv("k1", "v1"), kv("k2", "v2")].into_iter().collect() };
     let twice = db.bulk_load_families(vec![(&a, records()), (&a, records())]);
     assert!(matches!(twice, Err(Error::InvalidArgument(_))), "{twice:?}");
     let dropped = db.bulk_load_families(vec![(&a, records()), (&gone, records())]);
@@ -467,7 +467,7 @@ fn a_load_naming_a_family_twice_or_a_dropped_one_loads_nothing() {
 #[test]
 fn a_load_that_fails_anywhere_leaves_no_family_loaded_and_no_file() {
     use pith::env::{FaultFs, Injected};
-    let records = |p: &str| -> Vec<(Vec<u8>, Vec<u8>)> {
+    let records = |p: &str| -> Records {
         (0..1500)
             .map(|i| kv(&format!("{p}{i:05}"), &format!("{p} value {}", package(i))))
             .collect()

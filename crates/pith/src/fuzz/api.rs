@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::env::{CallKind, FaultFs, Injected, MemFs};
-use crate::{ColumnFamily, Options, WriteBatch, WriteOptions, DB};
+use crate::{ColumnFamily, Options, Records, WriteBatch, WriteOptions, DB};
 
 /// One operation of a sequence.
 #[derive(Clone, Debug)]
@@ -362,15 +362,15 @@ impl Driver {
             Op::BulkLoad { puts } => {
                 let mut next = self.model().clone();
                 let (side, default) = (side(db), db.default_family());
-                let (mut in_default, mut in_side_family) = (Vec::new(), Vec::new());
+                let (mut in_default, mut in_side_family) = (Records::new(), Records::new());
                 for &(k, len) in puts {
                     self.counter += 1;
                     let mut v = format!("b{}:", self.counter).into_bytes();
                     v.resize(usize::from(len % 700) + v.len(), b'A' + k % 26);
                     next.insert(k % 48, v.clone());
                     match in_side(k) {
-                        true => in_side_family.push((key(k), v)),
-                        false => in_default.push((key(k), v)),
+                        true => in_side_family.push(&key(k), &v),
+                        false => in_default.push(&key(k), &v),
                     }
                 }
                 self.states.push(next);
