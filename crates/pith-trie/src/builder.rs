@@ -14,9 +14,11 @@
 //! level's first edge and the terminals before it are known as it starts.
 //!
 //! Memory bound: key bytes (kept in pages of up to 4 MiB that are never
-//! reallocated) + 16 bytes per key + 12 bytes per multi-byte label + about
-//! 16 bits per edge + the output. `Vec` growth can double the per-key and
-//! per-label arrays at worst.
+//! reallocated) + 12 bytes per key + 12 bytes per multi-byte label + about
+//! 16 bits per edge + the output; while the labels are encoded, their
+//! pool (sized from the symbol table's ratio on its sample) and 4 bytes
+//! per label. `Vec` growth can double the per-key and per-label arrays
+//! while they are filled.
 
 use std::collections::VecDeque;
 
@@ -47,8 +49,10 @@ use crate::perm::write_perm;
 pub struct TrieBuilder {
     /// Key bytes in pages of `PAGE` bytes (a longer key gets a page of its own).
     pages: Vec<Vec<u8>>,
-    /// Per key: page, start within the page, length.
-    spans: Vec<(u32, u32, u32)>,
+    /// Per key: its page `<< 32 |` its start within the page. A key ends
+    /// where the next one starts, or at its page's end: the keys of a page
+    /// lie back to back.
+    starts: Vec<u64>,
 }
 
 const PAGE: usize = 4 << 20;
@@ -61,27 +65,32 @@ impl TrieBuilder {
 
     /// Number of keys pushed so far.
     pub fn len(&self) -> usize {
-        self.spans.len()
+        self.starts.len()
     }
 
     /// True when no key has been pushed.
     pub fn is_empty(&self) -> bool {
-        self.spans.is_empty()
+        self.starts.is_empty()
     }
 
     fn key(&self, i: usize) -> &[u8] {
-        let (page, start, len) = self.spans[i];
-        &self.pages[page as usize][start as usize..start as usize + len as usize]
+        let at = self.starts[i];
+        let page = &self.pages[(at >> 32) as usize];
+        let end = match self.starts.get(i + 1) {
+            Some(&next) if next >> 32 == at >> 32 => next as u32 as usize,
+            _ => page.len(),
+        };
+        &page[at as u32 as usize..end]
     }
 
     /// Appends `key`, which must sort strictly after the previous key.
     pub fn push(&mut self, key: &[u8]) -> Result<()> {
-        if let Some(last) = self.spans.len().checked_sub(1) {
+        if let Some(last) = self.starts.len().checked_sub(1) {
             match self.key(last).cmp(key) {
                 std::cmp::Ordering::Less => {}
                 o => {
                     return Err(Error::UnsortedInput {
-                        index: self.spans.len() as u64,
+                        index: self.starts.len() as u64,
                         problem: if o == std::cmp::Ordering::Equal {
                             "equal to"
                         } else {
@@ -95,7 +104,8 @@ impl TrieBuilder {
             what: "keys or key bytes",
             limit: u64::from(u32::MAX),
         };
-        let len = u32::try_from(key.len()).map_err(|_| too_large())?;
+        // A page's offsets are 32 bits.
+        u32::try_from(key.len()).map_err(|_| too_large())?;
         let fits = self
             .pages
             .last()
@@ -109,13 +119,13 @@ impl TrieBuilder {
             ));
         }
         let page_no = u32::try_from(self.pages.len() - 1).map_err(|_| too_large())?;
-        if self.spans.len() >= u32::MAX as usize - 1 {
+        if self.starts.len() >= u32::MAX as usize - 1 {
             return Err(too_large());
         }
         let page = self.pages.last_mut().ok_or_else(too_large)?;
-        let start = page.len() as u32;
+        let start = page.len() as u64;
         page.extend_from_slice(key);
-        self.spans.push((page_no, start, len));
+        self.starts.push(u64::from(page_no) << 32 | start);
         Ok(())
     }
 
@@ -135,7 +145,7 @@ impl TrieBuilder {
     /// Builds the trie, its key ids as a permutation (`legacy`: versions 1
     /// and 2) or by level (version 3).
     fn finish_as(self, legacy: bool) -> Result<AlignedBytes> {
-        let n = self.spans.len();
+        let n = self.starts.len();
         let mut edges = EdgesBuilder::default();
         let mut tails: Vec<(u32, u32, u32)> = Vec::new();
         // Per key other than the empty one, in key order: its level.
@@ -202,6 +212,9 @@ impl TrieBuilder {
         // labels are encoded, the builder's peak (the queue keeps the
         // capacity of its widest level).
         drop(queue);
+        // Grown by doubling, it may hold as much again unused through the
+        // labels' encoding, the builder's peak.
+        tails.shrink_to_fit();
         let num_edges = edges.len();
         // The header is filled in last, over the first words.
         let mut words: Vec<u64> = vec![0; HEADER_BYTES / 8];
@@ -210,7 +223,7 @@ impl TrieBuilder {
         let labels = tails
             .iter()
             .map(|&(k, s, e)| &self.key(k as usize)[s as usize..e as usize]);
-        let layout = write_labels(&mut words, labels);
+        let layout = write_labels(&mut words, labels)?;
         drop(tails);
         edge_start.push(num_edges as u64);
         term_start.push(terminals);

@@ -40,7 +40,7 @@ use std::collections::HashMap;
 
 use pith_enc::packed::{bits_for, Packed};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::symbols::{LabelCmp, SymbolTable, Symbols};
 use crate::words::{corrupt, packed_bytes, push_bytes, push_packed, push_packed_iter, WordReader};
 
@@ -65,23 +65,23 @@ pub(crate) enum Layout {
 pub(crate) fn write_labels<'k>(
     out: &mut Vec<u64>,
     labels: impl ExactSizeIterator<Item = &'k [u8]> + Clone,
-) -> Layout {
+) -> Result<Layout> {
     if !repeats_may_pay(labels.clone()) {
-        write_store(out, labels);
-        return Layout::Inline;
+        write_store(out, labels)?;
+        return Ok(Layout::Inline);
     }
     let (distinct, refs) = dedup(labels.clone());
     let mut shared = Vec::new();
     write_entries(&mut shared, &distinct, &refs);
     drop((distinct, refs));
     let mut inline = Vec::new();
-    write_store(&mut inline, labels);
+    write_store(&mut inline, labels)?;
     if shared.len() * SHARED_GAIN.1 <= inline.len() * SHARED_GAIN.0 {
         out.extend_from_slice(&shared);
-        Layout::Shared
+        Ok(Layout::Shared)
     } else {
         out.extend_from_slice(&inline);
-        Layout::Inline
+        Ok(Layout::Inline)
     }
 }
 
@@ -132,7 +132,8 @@ fn dedup<'k>(labels: impl ExactSizeIterator<Item = &'k [u8]>) -> (Vec<&'k [u8]>,
 /// and per label (`refs` into `distinct`) its entry's byte offset.
 fn write_entries(out: &mut Vec<u64>, distinct: &[&[u8]], refs: &[u32]) {
     let table = SymbolTable::train(distinct.iter().copied());
-    let mut pool = Vec::new();
+    let raw: usize = distinct.iter().map(|l| l.len() + 1).sum();
+    let mut pool = Vec::with_capacity(table.encoded_estimate(raw));
     let mut starts = Vec::with_capacity(distinct.len());
     let mut code = Vec::new();
     for label in distinct {
@@ -149,22 +150,46 @@ fn write_entries(out: &mut Vec<u64>, distinct: &[&[u8]], refs: &[u32]) {
 }
 
 /// Encodes entries into a store.
-fn write_store<'k>(out: &mut Vec<u64>, labels: impl ExactSizeIterator<Item = &'k [u8]> + Clone) {
+fn write_store<'k>(
+    out: &mut Vec<u64>,
+    labels: impl ExactSizeIterator<Item = &'k [u8]> + Clone,
+) -> Result<()> {
     let table = SymbolTable::train(labels.clone());
-    let mut pool = Vec::new();
-    let mut offsets = Vec::with_capacity(labels.len() + 1);
-    offsets.push(0u64);
-    for label in labels {
+    let raw: usize = labels.clone().map(<[u8]>::len).sum();
+    let mut pool = Vec::with_capacity(table.encoded_estimate(raw));
+    // The offsets as they are written: a base per SAMPLE labels and each
+    // offset's distance from its base, in 32 bits (a u64 per offset was
+    // the largest array at the builder's peak after the keys).
+    let count = labels.len();
+    let mut bases: Vec<u64> = Vec::with_capacity(count / SAMPLE + 1);
+    let mut deltas: Vec<u32> = Vec::with_capacity(count + 1);
+    let mut record = |i: usize, at: usize| -> Result<()> {
+        if i % SAMPLE == 0 {
+            bases.push(at as u64);
+        }
+        let base = bases.last().copied().unwrap_or(0);
+        let delta = u32::try_from(at as u64 - base).map_err(|_| Error::TooLarge {
+            what: "encoded bytes of 64 consecutive edge labels",
+            limit: u64::from(u32::MAX),
+        })?;
+        deltas.push(delta);
+        Ok(())
+    };
+    for (i, label) in labels.enumerate() {
+        record(i, pool.len())?;
         table.encode(label, &mut pool);
-        offsets.push(pool.len() as u64);
     }
+    record(count, pool.len())?;
     table.write(out);
-    let bases: Vec<u64> = offsets.iter().step_by(SAMPLE).copied().collect();
-    let delta = |(i, v): (usize, &u64)| v - bases[i / SAMPLE];
-    let widest = offsets.iter().enumerate().map(delta).max().unwrap_or(0);
+    let widest = deltas.iter().copied().max().unwrap_or(0);
     push_packed(out, &bases, bits_for(pool.len() as u64));
-    push_packed_iter(out, offsets.iter().enumerate().map(delta), bits_for(widest));
+    push_packed_iter(
+        out,
+        deltas.iter().map(|&d| u64::from(d)),
+        bits_for(u64::from(widest)),
+    );
     push_bytes(out, &pool);
+    Ok(())
 }
 
 /// A read-only label store.

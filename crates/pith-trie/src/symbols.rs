@@ -58,6 +58,9 @@ pub(crate) struct SymbolTable {
     lens: Vec<u8>,
     /// Codes per first byte, longest symbol first.
     by_first: Vec<Vec<u8>>,
+    /// Bytes of the training sample, and of its encoding: what
+    /// [`SymbolTable::encoded_estimate`] scales by.
+    sample: (usize, usize),
 }
 
 impl SymbolTable {
@@ -73,7 +76,21 @@ impl SymbolTable {
             syms: symbols.iter().map(|s| s.0).collect(),
             lens: symbols.iter().map(|s| s.1).collect(),
             by_first,
+            sample: (1, 1),
         }
+    }
+
+    /// About how many bytes `raw` bytes of labels encode to (a little
+    /// more, by the sample's ratio): the builder sizes its pool with it,
+    /// where doubling a vector as it fills left up to as much again unused
+    /// at the builder's peak.
+    pub(crate) fn encoded_estimate(&self, raw: usize) -> usize {
+        if self.mode == Mode::Raw {
+            return raw;
+        }
+        let (plain, coded) = self.sample;
+        let scaled = raw as u128 * coded as u128 / plain.max(1) as u128;
+        usize::try_from(scaled + scaled / 32).unwrap_or(usize::MAX / 2) + 64
     }
 
     /// Greedy parse of `input` into codes: `Ok(code)` or `Err(literal)`.
@@ -213,6 +230,7 @@ impl SymbolTable {
         if encoded.len() + 2048 >= sample_bytes {
             return SymbolTable::from_symbols(Mode::Raw, &[]);
         }
+        table.sample = (sample_bytes, encoded.len());
         table
     }
 
