@@ -88,6 +88,13 @@ impl Table {
                 progress(n as u64 + 1);
             }
         }
+        if labels.len() > Records::MAX_ORDERED {
+            return Err(Error::Engine(pith::Error::InvalidArgument(format!(
+                "a bulk load of {} rows; at most {} at once",
+                labels.len(),
+                Records::MAX_ORDERED
+            ))));
+        }
         let duplicate = |n: u32, index: &str| Error::Duplicate {
             table: s.name.clone(),
             row: labels[n as usize].clone(),

@@ -178,21 +178,21 @@ impl Table {
         let mut pks: Vec<Vec<u8>> = Vec::new();
         let mut go_on = true;
         let mut read_chunk = |pks: &mut Vec<Vec<u8>>| -> Result<bool> {
-            for (pk, row) in pks.iter().zip(self.rows_at(&snap, pks, &q.columns)?) {
+            let mut go_on = true;
+            self.rows_each(&snap, pks, &q.columns, &mut |r, row| {
                 let row = row.ok_or_else(|| Error::Inconsistent {
                     table: s.name.clone(),
                     index: q.index.clone(),
                     detail: format!(
                         "an entry names row {}, which does not exist",
-                        crate::table::escape(pk)
+                        crate::table::escape(&pks[r])
                     ),
                 })?;
-                if !visit(Cow::Owned(row)) {
-                    return Ok(false);
-                }
-            }
+                go_on = visit(Cow::Borrowed(row));
+                Ok(go_on)
+            })?;
             pks.clear();
-            Ok(true)
+            Ok(go_on)
         };
         self.each_entry(
             &snap,

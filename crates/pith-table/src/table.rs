@@ -63,6 +63,10 @@ impl std::fmt::Debug for Table {
     }
 }
 
+/// What [`Table::rows_each`] hands each row to: its position among the
+/// keys asked for and the row (`None`: no such row); `false` stops.
+pub(crate) type RowVisit<'a> = dyn FnMut(usize, Option<&mut [Value]>) -> Result<bool> + 'a;
+
 impl Table {
     /// The table's schema.
     pub fn schema(&self) -> &Schema {
@@ -265,7 +269,16 @@ impl Table {
     ) -> Result<Option<Vec<Value>>> {
         let pk = self.key_of(key)?;
         self.check_columns(columns)?;
-        Ok(self.rows_at(snapshot, &[pk], columns)?.pop().flatten())
+        let mut found = None;
+        self.rows_each(snapshot, &[pk], columns, &mut |_, row| {
+            found = row.map(|row| {
+                row.iter_mut()
+                    .map(|v| std::mem::replace(v, Value::Null))
+                    .collect()
+            });
+            Ok(true)
+        })?;
+        Ok(found)
     }
 
     /// Writes `row` over `old` (the same primary key's row, at least its
@@ -617,16 +630,20 @@ impl Table {
     }
 
     /// The values at `columns` of the rows with primary keys `pks`, as of
-    /// `snapshot`, each row built straight from the bytes of the groups
-    /// holding `columns` (other columns of those groups are stepped over,
-    /// not decoded), every read made in one call of the engine, into one
-    /// buffer; `None` for a row that does not exist.
-    pub(crate) fn rows_at(
+    /// `snapshot`, each handed to `visit` with its position in `pks`:
+    /// `Some(row)`, or `None` for a row that does not exist, until `visit`
+    /// returns `false`. Each row is built straight from the bytes of the
+    /// groups holding `columns` (other columns of those groups are stepped
+    /// over, not decoded), every read made in one call of the engine, into
+    /// one row buffer reused from row to row (its strings too): a caller
+    /// keeping a row takes its values out.
+    pub(crate) fn rows_each<P: AsRef<[u8]>>(
         &self,
         snapshot: &Snapshot,
-        pks: &[Vec<u8>],
+        pks: &[P],
         columns: &[usize],
-    ) -> Result<Vec<Option<Vec<Value>>>> {
+        visit: &mut RowVisit<'_>,
+    ) -> Result<()> {
         let s = &self.schema;
         let mut groups = self.groups_for(columns);
         if !groups.contains(&0) {
@@ -644,46 +661,63 @@ impl Table {
                 first => again.push((first, i)),
             }
         }
-        let mut rows: Vec<Option<Vec<Value>>> = vec![None; pks.len()];
+        let mut row = vec![Value::Null; columns.len()];
+        // Whether the row being read exists (its default group was found),
+        // and whether `visit` asked to stop (the chunk's remaining reads
+        // are then let go by).
+        let (mut exists, mut stopped) = (false, false);
         let reads = pks
             .iter()
-            .flat_map(|pk| groups.iter().map(move |&g| (&self.groups[g], pk)));
+            .flat_map(|pk| groups.iter().map(move |&g| (&self.groups[g], pk.as_ref())));
         self.db.multi_get_cf_at_with(
             snapshot,
             reads,
             |n: usize, bytes: Option<&[u8]>| -> Result<()> {
                 let (r, gi) = (n / groups.len(), n % groups.len());
-                let (g, pk) = (groups[gi], &pks[r]);
-                let Some(bytes) = bytes else {
-                    return Ok(()); // no row, or a group added after it
-                };
-                if g == 0 {
-                    rows[r] = Some(vec![Value::Null; columns.len()]);
-                }
-                let Some(row) = rows[r].as_mut() else {
+                if stopped {
                     return Ok(());
-                };
-                let to = |i: usize| first_at[s.groups[g].columns[i]];
-                let columns = &self.layout.group_columns[g];
-                rowcode::decode_some(bytes, columns, |i| to(i) != NONE, |i, v| row[to(i)] = v)
-                    .ok_or_else(|| self.corrupt(&format!("group {}", s.groups[g].name), pk))
-            },
-        )?;
-        for (row, pk) in rows.iter_mut().zip(pks) {
-            let Some(row) = row else { continue };
-            let mut rest = &pk[..];
-            for (&c, &ty) in s.primary_key.iter().zip(self.pk_types()) {
-                let bad = || self.corrupt("primary key", pk);
-                match first_at[c] {
-                    NONE => keycode::skip(&mut rest, ty).ok_or_else(bad)?,
-                    at => row[at] = keycode::decode(&mut rest, ty).ok_or_else(bad)?,
                 }
-            }
-            for &(first, i) in &again {
-                row[i] = row[first].clone();
-            }
-        }
-        Ok(rows)
+                let (g, pk) = (groups[gi], pks[r].as_ref());
+                if gi == 0 {
+                    exists = bytes.is_some();
+                }
+                let at = |i: usize| Some(first_at[s.groups[g].columns[i]]).filter(|&p| p != NONE);
+                let group_columns = &self.layout.group_columns[g];
+                match bytes {
+                    Some(bytes) if exists => {
+                        rowcode::decode_some_into(bytes, group_columns, at, &mut row).ok_or_else(
+                            || self.corrupt(&format!("group {}", s.groups[g].name), pk),
+                        )?
+                    }
+                    // A group added after the row was written: its columns
+                    // are null.
+                    None if exists => (0..group_columns.len())
+                        .filter_map(at)
+                        .for_each(|p| row[p] = Value::Null),
+                    _ => {}
+                }
+                if gi + 1 < groups.len() {
+                    return Ok(());
+                }
+                if !exists {
+                    stopped = !visit(r, None)?;
+                    return Ok(());
+                }
+                let mut rest = pk;
+                for (&c, &ty) in s.primary_key.iter().zip(self.pk_types()) {
+                    let bad = || self.corrupt("primary key", pk);
+                    match first_at[c] {
+                        NONE => keycode::skip(&mut rest, ty).ok_or_else(bad)?,
+                        at => row[at] = keycode::decode(&mut rest, ty).ok_or_else(bad)?,
+                    }
+                }
+                for &(first, i) in &again {
+                    row[i] = row[first].clone();
+                }
+                stopped = !visit(r, Some(&mut row))?;
+                Ok(())
+            },
+        )
     }
 
     /// True when the default group (where a row exists) has `pk`.

@@ -8,7 +8,8 @@
 //!   per multi-byte edge, in edge order. The `count + 1` offsets are
 //!   `offset[i] = bases[i / 64] + deltas[i]` (`bases` of width
 //!   `bits_for(pool length)`, `deltas` of `bits_for(largest delta)`), and
-//!   label `i` is `pool[offset[i] .. offset[i + 1]]`. Sampled bases with
+//!   label `i` is `pool[offset[i] .. offset[i + 1]]` (the builder writes
+//!   deltas of at most 32 bits; readers take any width). Sampled bases with
 //!   packed deltas rather than Elias-Fano: a label's extent is two plain
 //!   reads instead of a select, which a lookup pays at every level with a
 //!   multi-byte label, for a few more bits per label.
@@ -132,8 +133,9 @@ fn dedup<'k>(labels: impl ExactSizeIterator<Item = &'k [u8]>) -> (Vec<&'k [u8]>,
 /// and per label (`refs` into `distinct`) its entry's byte offset.
 fn write_entries(out: &mut Vec<u64>, distinct: &[&[u8]], refs: &[u32]) {
     let table = SymbolTable::train(distinct.iter().copied());
-    let raw: usize = distinct.iter().map(|l| l.len() + 1).sum();
-    let mut pool = Vec::with_capacity(table.encoded_estimate(raw));
+    // Each entry's length prefix (a byte, mostly) is not compressed.
+    let raw: usize = distinct.iter().map(|l| l.len()).sum();
+    let mut pool = Vec::with_capacity(table.encoded_estimate(raw) + distinct.len());
     let mut starts = Vec::with_capacity(distinct.len());
     let mut code = Vec::new();
     for label in distinct {
@@ -169,7 +171,7 @@ fn write_store<'k>(
         }
         let base = bases.last().copied().unwrap_or(0);
         let delta = u32::try_from(at as u64 - base).map_err(|_| Error::TooLarge {
-            what: "encoded bytes of 64 consecutive edge labels",
+            what: "encoded bytes of the edge labels of one offset sample",
             limit: u64::from(u32::MAX),
         })?;
         deltas.push(delta);

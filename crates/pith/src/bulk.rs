@@ -210,10 +210,10 @@ fn build_chunk(
     builds: usize,
 ) -> Result<Built> {
     let count = records.len() as u64;
-    if records.len() > u32::MAX as usize {
+    if records.len() > Records::MAX_ORDERED {
         return Err(Error::InvalidArgument(format!(
             "a bulk load of {count} records into one segment; at most {} fit",
-            u32::MAX
+            Records::MAX_ORDERED
         )));
     }
     let source = BulkSource::new(records, tag(seq, Kind::Put));

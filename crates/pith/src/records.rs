@@ -24,6 +24,9 @@ pub struct Records {
 }
 
 impl Records {
+    /// The most records [`Records::key_order`] numbers (in 32 bits).
+    pub const MAX_ORDERED: usize = u32::MAX as usize;
+
     /// No records.
     pub fn new() -> Self {
         Self::default()
@@ -45,11 +48,17 @@ impl Records {
 
     /// Appends a record whose value `write_value` appends to the buffer
     /// it is given (the batch's own, so the value is written once, in
-    /// place).
+    /// place). `write_value` must only append: it panics if the buffer
+    /// lost bytes that earlier records hold.
     pub fn push_with(&mut self, key: &[u8], write_value: impl FnOnce(&mut Vec<u8>)) {
         self.bytes.extend_from_slice(key);
-        self.ends.push(self.bytes.len());
+        let value_start = self.bytes.len();
+        self.ends.push(value_start);
         write_value(&mut self.bytes);
+        assert!(
+            self.bytes.len() >= value_start,
+            "Records::push_with: the value writer removed bytes of earlier records"
+        );
         self.ends.push(self.bytes.len());
     }
 
@@ -89,11 +98,14 @@ impl Records {
     /// (a table's rows in primary key order, say) is found so in one pass
     /// and not sorted. Keys are compared by their first eight bytes first,
     /// held beside the record number, so most comparisons read no key.
+    ///
+    /// For at most [`Records::MAX_ORDERED`] records (the bulk loads refuse
+    /// more); numbers past it would not fit.
     pub fn key_order(&self) -> Vec<u32> {
         let n = self.len();
-        debug_assert!(n <= u32::MAX as usize + 1);
+        debug_assert!(n <= Self::MAX_ORDERED);
         if (1..n).all(|i| self.key(i - 1) <= self.key(i)) {
-            return (0..n as u32).collect();
+            return (0..n).map(|i| i as u32).collect();
         }
         let mut keyed: Vec<(u64, u32)> = (0..n).map(|i| (prefix(self.key(i)), i as u32)).collect();
         keyed.sort_unstable_by(|a, b| {
