@@ -52,6 +52,8 @@ rm -rf "$db"
 mkdir -p fuzz/corpus/resp_parse
 printf '*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$1\r\nv\r\nGET "a b"\r\n' > fuzz/corpus/resp_parse/pipeline
 cd fuzz
+# Thread-local destructor registrations are not leaks (see lsan.supp).
+export LSAN_OPTIONS="suppressions=$PWD/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 for target in $(cargo +nightly fuzz list); do
   echo "fuzz-smoke: $target for ${seconds}s"
   cargo +nightly fuzz run "$target" -- -max_total_time="$seconds" -rss_limit_mb=2048
