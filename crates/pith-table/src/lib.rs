@@ -76,8 +76,9 @@ pub use value::Value;
 
 /// Decodes `data` as stored keys and rows of a fixed set of column types
 /// (the first byte picks which), as the fuzz target and the robustness
-/// test do: it must never panic, and what decodes must encode back to the
-/// bytes it came from.
+/// test do: it must never panic, what decodes must encode back to the
+/// bytes it came from, and a row must decode the same afresh and into a
+/// reused row.
 pub fn fuzz_decode(data: &[u8]) {
     const TYPES: [ColumnType; 12] = [
         ColumnType::U32,
@@ -131,7 +132,27 @@ pub fn fuzz_decode(data: &[u8]) {
         })
         .collect();
     let refs: Vec<&Column> = columns.iter().collect();
-    if let Some(values) = rowcode::decode(rest, &refs) {
-        assert_eq!(values.len(), refs.len());
+    // The same bytes decoded into a reused row (strings there already,
+    // as a query's row buffer holds) agree with a fresh decode, valid or
+    // not.
+    let mut row: Vec<Value> = (0..refs.len())
+        .map(|i| Value::Text(format!("stale {i}")))
+        .collect();
+    let into = rowcode::decode_some_into(rest, &refs, Some, &mut row);
+    match rowcode::decode(rest, &refs) {
+        Some(values) => {
+            assert_eq!(values.len(), refs.len());
+            assert!(into.is_some(), "a row decodes afresh but not into a row");
+            // Floats by their bits: a NaN is not equal to itself.
+            let same = |a: &Value, b: &Value| match (a, b) {
+                (Value::Float(x), Value::Float(y)) => x.to_bits() == y.to_bits(),
+                _ => a == b,
+            };
+            assert!(
+                row.len() == values.len() && row.iter().zip(&values).all(|(a, b)| same(a, b)),
+                "a row decodes differently into a row: {row:?} against {values:?}"
+            );
+        }
+        None => assert!(into.is_none(), "a bad row decodes into a row"),
     }
 }
