@@ -34,15 +34,9 @@ pub fn encode<C: Borrow<Column>>(values: &[&Value], columns: &[C]) -> Vec<u8> {
 }
 
 /// [`encode`] of the values of `row` at `at` (column `at[i]` of the row is
-/// `columns[i]` of the group), without gathering them first.
-pub fn encode_columns<C: Borrow<Column>>(row: &[Value], at: &[usize], columns: &[C]) -> Vec<u8> {
-    let mut out = Vec::new();
-    encode_columns_into(&mut out, row, at, columns);
-    out
-}
-
-/// [`encode_columns`] appended to `out`: a bulk load writes each row's
-/// groups straight into its families' buffers.
+/// `columns[i]` of the group), without gathering them first, appended to
+/// `out`: a bulk load writes each row's groups straight into its
+/// families' buffers.
 pub fn encode_columns_into<C: Borrow<Column>>(
     out: &mut Vec<u8>,
     row: &[Value],
@@ -234,15 +228,10 @@ fn take_raw<'b>(b: &mut &'b [u8]) -> Option<&'b [u8]> {
 
 /// Steps over one non-null value of type `ty` at the front of `b`.
 fn step(b: &mut &[u8], ty: ColumnType) -> Option<()> {
-    let width = match ty.fixed_width() {
-        Some(w) => w,
-        None => {
-            let (len, rest) = varint::get(b)?;
-            *b = rest;
-            usize::try_from(len).ok()?
-        }
-    };
-    split(b, width).map(|_| ())
+    match ty.fixed_width() {
+        Some(width) => split(b, width).map(|_| ()),
+        None => take_raw(b).map(|_| ()),
+    }
 }
 
 fn take(b: &mut &[u8], ty: ColumnType) -> Option<Value> {
@@ -425,7 +414,9 @@ mod tests {
         // The group's columns sit at scattered places in the row.
         let at: Vec<usize> = (0..cols.len()).map(|i| (i * 7 + 3) % row.len()).collect();
         let gathered: Vec<&Value> = at.iter().map(|&c| &row[c]).collect();
-        assert_eq!(encode_columns(&row, &at, &cols), encode(&gathered, &cols));
+        let mut alone = Vec::new();
+        encode_columns_into(&mut alone, &row, &at, &cols);
+        assert_eq!(alone, encode(&gathered, &cols));
         // Appended after what a buffer holds, the same bytes.
         let mut appended = b"before".to_vec();
         encode_columns_into(&mut appended, &row, &at, &cols);

@@ -138,18 +138,13 @@ impl Records {
 /// the keys are, except that it cannot tell a key from itself followed by
 /// zero bytes (the full comparison does).
 fn prefix(key: &[u8]) -> u64 {
-    let mut word = [0u8; 8];
-    let n = key.len().min(8);
-    word[..n].copy_from_slice(&key[..n]);
-    u64::from_be_bytes(word)
+    pith_enc::le::u64_padded(key).swap_bytes()
 }
 
 impl<K: AsRef<[u8]>, V: AsRef<[u8]>> FromIterator<(K, V)> for Records {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(records: I) -> Self {
         let mut out = Records::new();
-        for (k, v) in records {
-            out.push(k.as_ref(), v.as_ref());
-        }
+        out.extend(records);
         out
     }
 }
