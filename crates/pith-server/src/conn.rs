@@ -38,6 +38,12 @@ use crate::server::{ClientEntry, Server, SessionInfo};
 use crate::session::{After, Batch, Session};
 use crate::store::lock;
 
+/// A connection's input and output buffers start at this size.
+const BUFFER: usize = 16 << 10;
+
+/// Most capacity a buffer keeps after a batch (larger ones are replaced).
+const KEPT_BUFFER: usize = 64 << 10;
+
 /// Serves `stream` (a TCP stream, or a TLS session over one) until the
 /// client leaves, is killed, or errs.
 pub async fn serve<S>(server: Arc<Server>, mut stream: S, entry: Arc<ClientEntry>)
@@ -52,8 +58,8 @@ where
         authed,
         entry: entry.clone(),
     });
-    let mut input = BytesMut::with_capacity(16 << 10);
-    let mut output = Vec::with_capacity(16 << 10);
+    let mut input = BytesMut::with_capacity(BUFFER);
+    let mut output = Vec::with_capacity(BUFFER);
     'conn: loop {
         // A kill that came while the last batch ran woke no one.
         if entry.killed.load(Ordering::Acquire) {
@@ -134,8 +140,15 @@ where
                 break;
             }
         }
-        if output.capacity() > 1 << 20 {
-            output = Vec::with_capacity(16 << 10);
+        // A pipeline of large values grows the buffers; an idle client
+        // should not keep them (Redis shrinks idle query buffers too): at
+        // most 64 KiB each is kept once the batch is done. Loading
+        // debian-packages pipelined left 128 KiB in the input buffer.
+        if output.capacity() > KEPT_BUFFER {
+            output = Vec::with_capacity(BUFFER);
+        }
+        if input.is_empty() && input.capacity() > KEPT_BUFFER {
+            input = BytesMut::with_capacity(BUFFER);
         }
         if close {
             break;
