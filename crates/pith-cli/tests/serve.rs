@@ -213,16 +213,28 @@ fn serve_arguments_parse_on_their_own() {
     let help = pith().args(["serve", "--help"]).output().expect("run pith");
     assert!(help.status.success());
     let text = String::from_utf8_lossy(&help.stdout);
-    assert!(text.contains("Usage: pith serve [OPTIONS] --db <DB>"), "{text}");
+    assert!(
+        text.contains("Usage: pith serve [OPTIONS] --db <DB>"),
+        "{text}"
+    );
     assert!(text.contains("--appendfsync"), "{text}");
-    let bad = pith().args(["serve", "--bogus"]).output().expect("run pith");
+    let bad = pith()
+        .args(["serve", "--bogus"])
+        .output()
+        .expect("run pith");
     assert_eq!(bad.status.code(), Some(2));
     let err = String::from_utf8_lossy(&bad.stderr);
-    assert!(err.contains("'--bogus'") && err.contains("pith serve"), "{err}");
+    assert!(
+        err.contains("'--bogus'") && err.contains("pith serve"),
+        "{err}"
+    );
     let no_db = pith().args(["serve"]).output().expect("run pith");
     assert_eq!(no_db.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&no_db.stderr).contains("--db <DB>"));
     let top = pith().arg("--help").output().expect("run pith");
     let text = String::from_utf8_lossy(&top.stdout);
-    assert!(text.contains("serve") && text.contains("Redis protocol"), "{text}");
+    assert!(
+        text.contains("serve") && text.contains("Redis protocol"),
+        "{text}"
+    );
 }

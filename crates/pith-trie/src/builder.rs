@@ -24,6 +24,7 @@ use std::collections::VecDeque;
 
 use pith_enc::prefix::common_len;
 
+use crate::dense::write_if_dense;
 use crate::edges::EdgesBuilder;
 use crate::error::{Error, Result};
 use crate::format::{
@@ -146,6 +147,19 @@ impl TrieBuilder {
     /// and 2) or by level (version 3).
     fn finish_as(self, legacy: bool) -> Result<AlignedBytes> {
         let n = self.starts.len();
+        if !legacy {
+            let mut words: Vec<u64> = vec![0; HEADER_BYTES / 8];
+            if write_if_dense(&mut words, (0..n).map(|i| self.key(i))) {
+                let header = Header {
+                    version: FormatVersion::V4,
+                    flags: 0,
+                    num_keys: n as u64,
+                    num_edges: 0,
+                    body_crc: 0, // computed by write_header
+                };
+                return Ok(with_header(words, &header));
+            }
+        }
         let mut edges = EdgesBuilder::default();
         let mut tails: Vec<(u32, u32, u32)> = Vec::new();
         // Per key other than the empty one, in key order: its level.
@@ -251,10 +265,7 @@ impl TrieBuilder {
             num_edges: num_edges as u64,
             body_crc: 0, // computed by write_header
         };
-        let (head, rest) =
-            bytemuck::cast_slice_mut::<u64, u8>(&mut words).split_at_mut(HEADER_BYTES);
-        write_header(head, &header, rest);
-        Ok(AlignedBytes::from_words(words))
+        Ok(with_header(words, &header))
     }
 
     /// End of the run of keys from `from` (all longer than `depth`, in
@@ -286,4 +297,12 @@ impl TrieBuilder {
         }
         lo
     }
+}
+
+/// `words` (a header's room, then the body) with `header` written over
+/// the first words.
+fn with_header(mut words: Vec<u64>, header: &Header) -> AlignedBytes {
+    let (head, rest) = bytemuck::cast_slice_mut::<u64, u8>(&mut words).split_at_mut(HEADER_BYTES);
+    write_header(head, header, rest);
+    AlignedBytes::from_words(words)
 }

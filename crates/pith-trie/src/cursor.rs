@@ -6,6 +6,9 @@
 //! of rebuilding the key from its id. Positions are ids: `next` goes from id
 //! `i` to `i + 1` because breadth-first terminals are mapped to key order.
 //!
+//! On dense integer keys (format version 4) a position is only its id, and
+//! each move computes the key from the id.
+//!
 //! A cursor borrows its trie and is not shared between threads; make one
 //! per thread (they are cheap).
 
@@ -95,6 +98,11 @@ impl<'t, 'a> Cursor<'t, 'a> {
         self.path.clear();
         self.key.clear();
         self.id = Some(id);
+        if t.dense.is_some() {
+            // Dense keys: no path; the key is computed from its id.
+            t.key_into(id, &mut self.key);
+            return true;
+        }
         let Some(mut e) = t.terminal_edge(id) else {
             return true; // the empty key
         };
@@ -153,6 +161,9 @@ impl<'t, 'a> Cursor<'t, 'a> {
         if id + 1 >= t.len() as u64 {
             return self.invalidate();
         }
+        if t.dense.is_some() {
+            return self.seek_id(id + 1);
+        }
         self.id = Some(id + 1);
         match self.path.last().map(|&(e, _)| t.child_edges(e)) {
             None => {
@@ -180,6 +191,9 @@ impl<'t, 'a> Cursor<'t, 'a> {
         let Some(id) = self.id else { return false };
         if id == 0 {
             return self.invalidate();
+        }
+        if self.trie.dense.is_some() {
+            return self.seek_id(id - 1);
         }
         self.id = Some(id - 1);
         let t = self.trie;

@@ -5,7 +5,7 @@
 //!
 //! ```text
 //! 0   magic "PITHTRIE"            32  body length in bytes (multiple of 8)
-//! 8   format version (u32): 1-3   40  crc32c of the body (u32)
+//! 8   format version (u32): 1-4   40  crc32c of the body (u32)
 //! 12  flags (u32), bit 0: the     44  16 reserved bytes, zero
 //!     empty key is present; bit   60  crc32c of header bytes 0..60 (u32)
 //!     1 (version 3): shared labels
@@ -39,12 +39,18 @@ pub enum FormatVersion {
     /// where the permutation took 19-23). Labels are inline or shared as
     /// header flag bit 1 says.
     V3 = 3,
+    /// Dense integer keys: keys of one width of 1 to 8 bytes that, read
+    /// as big-endian integers, span at most eight times their count, kept
+    /// as the smallest key, the span and (unless every integer in the span
+    /// is a key) a bit vector over the span; no LOUDS parts (`dense.rs`).
+    /// Written only for such key sets; every other trie is version 3.
+    V4 = 4,
 }
 
 impl FormatVersion {
     /// The newest version this build writes and reads (it reads every
     /// older one too).
-    pub const CURRENT: FormatVersion = FormatVersion::V3;
+    pub const CURRENT: FormatVersion = FormatVersion::V4;
 }
 
 pub(crate) const FLAG_ROOT_TERMINAL: u32 = 1;
@@ -138,7 +144,8 @@ pub(crate) fn read_header(bytes: &[u8]) -> Result<(Header, &[u8])> {
         version: match version {
             1 => FormatVersion::V1,
             2 => FormatVersion::V2,
-            _ => FormatVersion::V3,
+            3 => FormatVersion::V3,
+            _ => FormatVersion::V4,
         },
         flags: le::u32_in(h, 12),
         num_keys: le::u64_in(h, 16),

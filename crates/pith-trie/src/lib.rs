@@ -46,6 +46,14 @@
 //! widest, get byte-indexed tables built at open (in memory
 //! only), the role SuRF gives its LOUDS-dense levels.
 //!
+//! Keys that are integers close together (all of one width up to 8 bytes,
+//! spanning at most eight times their count as big-endian numbers: a
+//! table's primary keys) need no trie at all: the builder writes them as
+//! the smallest key, the span and, unless every integer in it is a key, a
+//! bit vector over it (format version 4, `dense.rs`), where key -> id is a
+//! subtraction and a rank, as TerarkDB's integer indexes did beside its
+//! tries. Every query above works on both.
+//!
 //! # Example
 //!
 //! ```
@@ -85,6 +93,7 @@ mod bitvec;
 mod builder;
 mod cpu;
 mod cursor;
+mod dense;
 mod edges;
 mod error;
 mod format;

@@ -99,7 +99,8 @@ fn regex_error(e: &dyn std::error::Error) -> Error {
 /// Work done by a regex search.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RegexStats {
-    /// Edges (trie nodes other than the root) whose labels were fed to the DFA.
+    /// Edges (trie nodes other than the root) whose labels were fed to the
+    /// DFA; on dense integer keys (format version 4), keys tested.
     pub visited_edges: u64,
     /// Keys that matched.
     pub matches: u64,
@@ -131,6 +132,9 @@ pub struct RegexWalk<'t, 'a, R> {
     stack: Vec<Frame>,
     key: Vec<u8>,
     stats: RegexStats,
+    /// Dense integer keys (format version 4) have no edges to prune: the
+    /// walk tests each key from this id on, as a scan would.
+    dense_next: u64,
 }
 
 impl<'a> Trie<'a> {
@@ -156,6 +160,7 @@ impl<'a> Trie<'a> {
             stack,
             key: Vec::new(),
             stats: RegexStats::default(),
+            dense_next: 0,
         }
     }
 
@@ -166,6 +171,10 @@ impl<'a> Trie<'a> {
     pub fn regex_walk_from<R: Borrow<KeyRegex>>(&self, re: R, from: &[u8]) -> RegexWalk<'_, 'a, R> {
         let mut walk = self.regex_walk(re);
         if from.is_empty() {
+            return walk;
+        }
+        if self.dense.is_some() {
+            walk.dense_next = self.lower_bound(from);
             return walk;
         }
         walk.root_pending = false; // the empty key is below `from`
@@ -258,6 +267,20 @@ impl<R: Borrow<KeyRegex>> RegexWalk<'_, '_, R> {
                 self.stats.matches += 1;
                 return Some(0); // the empty key sorts first
             }
+        }
+        if trie.dense.is_some() {
+            while self.dense_next < trie.len() as u64 {
+                let id = self.dense_next;
+                self.dense_next += 1;
+                self.stats.visited_edges += 1;
+                self.key.clear();
+                trie.key_into(id, &mut self.key);
+                if re.is_match(&self.key) {
+                    self.stats.matches += 1;
+                    return Some(id);
+                }
+            }
+            return None;
         }
         while let Some(frame) = self.stack.last_mut() {
             if frame.next == frame.end {

@@ -578,7 +578,7 @@ fn corrupt_structure_never_panics(good: &AlignedBytes) {
         // Queries run on what opened, validated or not: they must stay in
         // bounds and end either way.
         if let Ok(trie) = Trie::open(aligned.as_bytes()) {
-            crate::fuzz::exercise(&trie, &bytes[64..200]);
+            crate::fuzz::exercise(&trie, &bytes[64..bytes.len().min(200)]);
             if trie.validate().is_ok() {
                 // What validation lets through must answer consistently.
                 crate::fuzz::check_consistent(&trie);
@@ -805,4 +805,166 @@ fn golden_v2_bytes_match_docs() {
             assert_eq!(trie.key(id as u64).as_deref(), Some(*key));
         }
     }
+}
+
+/// Dense integer keys (format version 4): `count` keys of `width` bytes,
+/// spread over a span at most `spread` times their count, from the bottom
+/// of the width's range, its top, or anywhere between.
+fn dense_keys() -> impl Strategy<Value = BTreeSet<Vec<u8>>> {
+    (1usize..=8, 1u64..300, 1u64..=8, any::<u64>(), any::<u64>()).prop_map(
+        |(width, count, spread, base, mut seed)| {
+            let max = u64::MAX >> (64 - 8 * width);
+            let span = (count * spread).min(max).max(1);
+            let room = max - (span - 1); // starts 0..=room keep the span in range
+            let base = match base % 4 {
+                0 => 0,
+                1 => room,
+                _ => base % room.saturating_add(1).max(1),
+            };
+            let mut offsets = BTreeSet::new();
+            while (offsets.len() as u64) < count.min(span) {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                offsets.insert(if spread == 1 {
+                    offsets.len() as u64
+                } else {
+                    seed % span
+                });
+            }
+            offsets
+                .into_iter()
+                .map(|o| (base + o).to_be_bytes()[8 - width..].to_vec())
+                .collect()
+        },
+    )
+}
+
+/// Probes around dense keys: each key's neighbours, its prefixes, itself
+/// extended, and keys of other widths.
+fn dense_probes(keys: &BTreeSet<Vec<u8>>, extra: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    let mut probes = extra.to_vec();
+    for k in keys.iter().step_by((keys.len() / 20).max(1)) {
+        let v = k.iter().fold(0u64, |v, &b| v << 8 | u64::from(b));
+        for d in [v.wrapping_sub(1), v.wrapping_add(1)] {
+            probes.push(d.to_be_bytes()[8 - k.len()..].to_vec());
+        }
+        probes.push(k[..k.len() - 1].to_vec());
+        probes.push([k.as_slice(), &[0]].concat());
+        probes.push([k.as_slice(), &[0xFF]].concat());
+    }
+    probes.push(vec![0xFF; 9]);
+    probes.push(Vec::new());
+    probes
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(
+        std::env::var("PITH_PROPTEST_CASES").ok().and_then(|s| s.parse().ok()).unwrap_or(64)))]
+    #[test]
+    fn dense_keys_match_btreeset(keys in dense_keys(),
+                                 extra in proptest::collection::vec(key_strategy(), 0..20)) {
+        let bytes = trie_of(&keys);
+        prop_assert_eq!(format_version(&bytes), 4);
+        check_bytes_against_model(&bytes, &keys, &dense_probes(&keys, &extra));
+        for pattern in [".*", "(?s-u)\\x00.*", "(?s-u).*[\\x80-\\xff]", "(?s-u).\\x01.*"] {
+            check_regex_on(&bytes, &keys, pattern);
+        }
+    }
+}
+
+/// Two dense samples: every integer of the span a key (no bit vector),
+/// and a few missing (a bit vector over the span).
+fn dense_samples() -> Vec<AlignedBytes> {
+    let all: BTreeSet<Vec<u8>> = (1u32..=700).map(|i| i.to_be_bytes().to_vec()).collect();
+    let some: BTreeSet<Vec<u8>> = (0u64..3000)
+        .filter(|i| i % 3 != 1)
+        .map(|i| (i * 7 / 2).to_be_bytes()[2..].to_vec())
+        .collect();
+    vec![trie_of(&all), trie_of(&some)]
+}
+
+#[test]
+fn dense_keys_are_written_only_when_dense() {
+    let [all, some] = <[AlignedBytes; 2]>::try_from(dense_samples()).unwrap();
+    for bytes in [&all, &some] {
+        assert_eq!(format_version(bytes), 4);
+        let trie = Trie::open_validated(bytes.as_bytes()).unwrap();
+        let report = trie.size_report();
+        assert_eq!((report.edges, report.total), (0, bytes.len()));
+        assert_eq!(report.dense_keys, bytes.len() - 64);
+    }
+    // 700 four-byte keys in a span of 700: three words of body.
+    assert_eq!(all.len(), 64 + 24);
+    // A span nine times the key count, keys of two widths, or the empty
+    // key: a LOUDS trie (version 3).
+    let sparse: BTreeSet<Vec<u8>> = (0u32..100)
+        .map(|i| (i * 9).to_be_bytes().to_vec())
+        .collect();
+    let mixed: BTreeSet<Vec<u8>> = [vec![1], vec![1, 2], vec![2]].into_iter().collect();
+    let empty: BTreeSet<Vec<u8>> = [vec![], vec![1]].into_iter().collect();
+    for keys in [sparse, mixed, empty] {
+        assert_eq!(format_version(&trie_of(&keys)), 3, "{keys:?}");
+    }
+    // Nine-byte keys are never dense.
+    let long: BTreeSet<Vec<u8>> = (0u8..10).map(|i| vec![0, 0, 0, 0, 0, 0, 0, 0, i]).collect();
+    assert_eq!(format_version(&trie_of(&long)), 3);
+}
+
+#[test]
+fn dense_keys_survive_flips_and_corruption() {
+    for good in dense_samples() {
+        every_flip_is_detected(&good);
+        corrupt_structure_never_panics(&good);
+    }
+}
+
+#[test]
+fn dense_headers_that_lie_are_rejected_at_open() {
+    let good = &dense_samples()[1];
+    let words = |b: &[u8]| -> Vec<u64> {
+        b.chunks(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    };
+    let body = words(&good.as_bytes()[64..]);
+    // (word index in the body, new value, what it breaks)
+    for (at, value, what) in [
+        (0, 0, "width 0"),
+        (0, 9, "width 9"),
+        (1, u64::MAX - 5, "min past the width"),
+        (2, 1, "span below the key count"),
+        (2, 1 << 40, "span past the width"),
+        (2, body[2] + 1, "span disagreeing with the bit vector"),
+    ] {
+        let mut bytes = good.as_bytes().to_vec();
+        bytes[64 + 8 * at..64 + 8 * at + 8].copy_from_slice(&value.to_le_bytes());
+        fix_checksums(&mut bytes);
+        let aligned = AlignedBytes::copy_from(&bytes);
+        assert!(Trie::open(aligned.as_bytes()).is_err(), "{what}");
+    }
+    // Flags, edges, or a key count the span cannot hold.
+    for (at, value) in [(12, 1u64), (24, 1), (16, 1 << 50)] {
+        let mut bytes = good.as_bytes().to_vec();
+        let width = if at == 12 { 4 } else { 8 };
+        bytes[at..at + width].copy_from_slice(&value.to_le_bytes()[..width]);
+        fix_checksums(&mut bytes);
+        assert!(
+            Trie::open(AlignedBytes::copy_from(&bytes).as_bytes()).is_err(),
+            "header {at}"
+        );
+    }
+}
+
+#[test]
+fn dense_golden_bytes_match_docs() {
+    // Width 2, keys 5, 7 and 8: min 5, span 4, bits 1011.
+    let keys = [[0u8, 5], [0, 7], [0, 8]];
+    let bytes = build(keys).unwrap();
+    assert_golden("golden-trie-v4", &bytes);
+    let trie = Trie::open_validated(bytes.as_bytes()).unwrap();
+    assert_eq!(trie.lookup(&[0, 7]), Some(1));
+    assert_eq!(trie.lookup(&[0, 6]), None);
+    assert_eq!(trie.key(2).as_deref(), Some(&[0u8, 8][..]));
+    assert_eq!(trie.lower_bound(&[0, 6]), 1);
 }

@@ -54,6 +54,7 @@
 //! A [`Trie`] is an immutable view: `Send + Sync`, `Copy`, free to share.
 
 use crate::cpu::multiversion;
+use crate::dense::Dense;
 use crate::edges::{Edges, HAS_CHILD, HAS_TAIL, LOUDS, TERM};
 use crate::error::{Error, Result};
 use crate::format::{
@@ -103,6 +104,9 @@ pub struct Trie<'a> {
     header: Header,
     body: &'a [u8],
     root: Box<RootIndex>,
+    /// Dense integer keys (format version 4): then every query answers
+    /// from these, and the LOUDS parts above are those of an empty trie.
+    pub(crate) dense: Option<Dense<'a>>,
 }
 
 /// Sizes of a trie's parts in bytes, for reports.
@@ -127,6 +131,9 @@ pub struct SizeReport {
     pub edges: usize,
     /// Whether labels use the symbol table (`true`) or are raw.
     pub compressed_labels: bool,
+    /// The body of a dense-key trie (format version 4: the other parts
+    /// are then empty), 0 for a LOUDS trie.
+    pub dense_keys: usize,
 }
 
 impl<'a> Trie<'a> {
@@ -145,6 +152,9 @@ impl<'a> Trie<'a> {
         let (h, body) = read_header(bytes)?;
         let words: &[u64] = bytemuck::try_cast_slice(body).map_err(|_| Error::Misaligned)?;
         let mut r = WordReader::new(words, HEADER_BYTES);
+        if h.version == FormatVersion::V4 {
+            return Self::open_dense(h, body, r);
+        }
         let limit = body.len() as u64 * 8;
         let bad = |detail: &str| corrupt(HEADER_BYTES, detail.to_string());
         if h.num_keys > limit + 1 || h.num_edges > limit {
@@ -155,7 +165,7 @@ impl<'a> Trie<'a> {
         let root_terminal = h.flags & FLAG_ROOT_TERMINAL != 0;
         let known_flags = match h.version {
             FormatVersion::V1 | FormatVersion::V2 => FLAG_ROOT_TERMINAL,
-            FormatVersion::V3 => FLAG_ROOT_TERMINAL | FLAG_SHARED_LABELS,
+            FormatVersion::V3 | FormatVersion::V4 => FLAG_ROOT_TERMINAL | FLAG_SHARED_LABELS,
         };
         if h.flags & !known_flags != 0 {
             return Err(bad("unknown header flags"));
@@ -164,13 +174,17 @@ impl<'a> Trie<'a> {
         let layout = match h.version {
             FormatVersion::V1 => Layout::Inline,
             FormatVersion::V2 => Layout::Shared,
-            FormatVersion::V3 if h.flags & FLAG_SHARED_LABELS != 0 => Layout::Shared,
-            FormatVersion::V3 => Layout::Inline,
+            FormatVersion::V3 | FormatVersion::V4 if h.flags & FLAG_SHARED_LABELS != 0 => {
+                Layout::Shared
+            }
+            FormatVersion::V3 | FormatVersion::V4 => Layout::Inline,
         };
         let labels = Labels::read(&mut r, edges.ones(HAS_TAIL), layout)?;
         let ids = match h.version {
             FormatVersion::V1 | FormatVersion::V2 => KeyIds::Cycles(Perm::read(&mut r, num_keys)?),
-            FormatVersion::V3 => KeyIds::Levels(Levels::read(&mut r, num_edges)?),
+            FormatVersion::V3 | FormatVersion::V4 => {
+                KeyIds::Levels(Levels::read(&mut r, num_edges)?)
+            }
         };
         if !r.is_empty() {
             return Err(corrupt(r.offset(), "trailing bytes after the last section"));
@@ -190,6 +204,7 @@ impl<'a> Trie<'a> {
                 second_edge: Vec::new(),
                 second_range: Vec::new(),
             }),
+            dense: None,
         };
         trie.check_counts()?;
         if num_edges > 0 {
@@ -206,6 +221,28 @@ impl<'a> Trie<'a> {
                 }
             }
         }
+        Ok(trie)
+    }
+
+    /// [`Trie::open`] of a version-4 body (dense integer keys), in O(1).
+    /// The trie carries an empty trie's LOUDS parts, which its queries do
+    /// not read: every public query answers from [`Dense`] first.
+    fn open_dense(h: Header, body: &'a [u8], mut r: WordReader<'a>) -> Result<Self> {
+        let bad = |detail: &str| Err(corrupt(HEADER_BYTES, detail.to_string()));
+        if h.flags != 0 || h.num_edges != 0 {
+            return bad("a dense-key trie with header flags or edges");
+        }
+        let num_keys = usize::try_from(h.num_keys)
+            .map_err(|_| corrupt(HEADER_BYTES, "more keys than this machine addresses"))?;
+        let dense = Dense::read(&mut r, h.num_keys)?;
+        if !r.is_empty() {
+            return Err(corrupt(r.offset(), "trailing bytes after the last section"));
+        }
+        let mut trie = Trie::open(empty_trie())?;
+        trie.num_keys = num_keys;
+        trie.header = h;
+        trie.body = body;
+        trie.dense = Some(dense);
         Ok(trie)
     }
 
@@ -276,6 +313,9 @@ impl<'a> Trie<'a> {
 
     /// [`Trie::validate`] less the body checksum.
     fn validate_parts(&self) -> Result<()> {
+        if let Some(d) = &self.dense {
+            return d.validate();
+        }
         self.edges.validate()?;
         self.labels.validate()?;
         self.validate_structure()?;
@@ -340,6 +380,13 @@ impl<'a> Trie<'a> {
         Ok(())
     }
 
+    /// Whether this is a trie of dense integer keys (format version 4):
+    /// keys of one width of 1 to 8 bytes close together as big-endian
+    /// integers, looked up by arithmetic and a rank instead of a walk.
+    pub fn is_dense(&self) -> bool {
+        self.dense.is_some()
+    }
+
     /// Number of keys.
     pub fn len(&self) -> usize {
         self.num_keys
@@ -366,6 +413,7 @@ impl<'a> Trie<'a> {
             permutation: self.ids.size_bytes(),
             edges: self.edges.len(),
             compressed_labels: self.labels.symbols().mode() == crate::symbols::Mode::Symbols,
+            dense_keys: self.dense.as_ref().map_or(0, Dense::size_bytes),
         }
     }
 
@@ -430,6 +478,9 @@ impl<'a> Trie<'a> {
 
     #[inline(always)]
     fn lookup_impl(&self, key: &[u8]) -> Option<u64> {
+        if let Some(d) = &self.dense {
+            return d.lookup(key);
+        }
         if key.is_empty() {
             return self.root_terminal.then_some(0);
         }
@@ -492,6 +543,9 @@ impl<'a> Trie<'a> {
 
     #[inline(always)]
     fn key_into_impl(&self, id: u64, out: &mut Vec<u8>) -> bool {
+        if let Some(d) = &self.dense {
+            return d.key_into(id, out);
+        }
         if id >= self.num_keys as u64 {
             return false;
         }
@@ -589,6 +643,9 @@ impl<'a> Trie<'a> {
 
     #[inline(always)]
     fn lower_bound_impl(&self, key: &[u8]) -> u64 {
+        if let Some(d) = &self.dense {
+            return d.lower_bound(key);
+        }
         if key.is_empty() || self.num_keys == 0 {
             return 0;
         }
@@ -651,4 +708,17 @@ impl<'a> Trie<'a> {
         };
         start..end.max(start)
     }
+}
+
+/// The bytes of a trie without keys (built once), whose LOUDS parts a
+/// dense-key trie carries.
+fn empty_trie() -> &'static [u8] {
+    static EMPTY: std::sync::OnceLock<crate::format::AlignedBytes> = std::sync::OnceLock::new();
+    EMPTY
+        .get_or_init(|| {
+            crate::TrieBuilder::new()
+                .finish()
+                .expect("a trie without keys always builds")
+        })
+        .as_bytes()
 }

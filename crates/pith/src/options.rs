@@ -68,7 +68,9 @@ pub struct Options {
     /// the values, and the kernel may evict them.
     pub resident_index: bool,
     /// Bits per key of each segment's Bloom filter (0: none); default 10,
-    /// about 1% false positives.
+    /// about 1% false positives. A segment whose keys are dense integers
+    /// (its trie is `pith_trie`'s version 4) gets none: its trie answers a
+    /// lookup sooner than a filter would.
     pub bloom_bits_per_key: u32,
     /// Bulk loads sort and build this many bytes of input per segment;
     /// default 256 MiB (their memory bound, about twice this).

@@ -263,3 +263,72 @@ fn resident_index_is_counted_and_changes_no_result() {
         db.verify().expect("verify");
     }
 }
+
+/// Integer keys close together (four bytes, big-endian, every third one
+/// missing) get a dense-key trie and no Bloom filter; every read still
+/// answers, before and after a merge and a reopen: gets of present keys,
+/// of missing ones, of keys of other widths, scans, seeks both ways.
+#[test]
+fn dense_integer_keys_index_themselves() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let key = |i: u32| i.to_be_bytes();
+    let present = |i: u32| i % 3 != 1;
+    let fill = |db: &DB| {
+        for i in (0..30_000).rev().filter(|&i| present(i)) {
+            db.put(key(i), format!("v{i}")).expect("put");
+        }
+        db.flush().expect("flush");
+    };
+    // The same keys with filters turned off: what the segment's tags,
+    // history and filter take when the filter is empty.
+    let unfiltered = tempfile::tempdir().expect("tempdir");
+    let no_filter = Options {
+        bloom_bits_per_key: 0,
+        ..Options::default()
+    };
+    let meta_without_filter = {
+        let db = DB::open(unfiltered.path(), no_filter).expect("open");
+        fill(&db);
+        db.stats().expect("stats").segments[0].meta_bytes
+    };
+    let check = |db: &DB| {
+        let stats = db.stats().expect("stats");
+        assert_eq!(stats.segments.len(), 1);
+        let seg = &stats.segments[0];
+        // 20,000 four-byte keys: a bit vector of 30,000 bits and its
+        // directories (a LOUDS trie took about 2 bytes a key), and no
+        // filter although the options ask for one.
+        assert!(seg.index_bytes < 6_000, "trie {} B", seg.index_bytes);
+        assert_eq!(seg.meta_bytes, meta_without_filter);
+        for i in (0..30_000).step_by(7).chain([0, 1, 29_998, 29_999, 30_000]) {
+            let want = present(i) && i < 30_000;
+            let got = db.get(key(i)).expect("get");
+            assert_eq!(got, want.then(|| format!("v{i}").into_bytes()), "key {i}");
+        }
+        for other in [&[0u8, 0, 3][..], &[0, 0, 0, 3, 0], b"", &[0xFF; 4]] {
+            assert_eq!(db.get(other).expect("get"), None, "{other:?}");
+        }
+        let keys: Vec<Vec<u8>> = common::all(db).into_iter().map(|(k, _)| k).collect();
+        let want: Vec<Vec<u8>> = (0..30_000).filter(|&i| present(i)).map(|i| key(i).to_vec()).collect();
+        assert_eq!(keys, want);
+        let mut it = db.iter();
+        it.seek(&key(301)); // missing: lands on 302
+        assert_eq!(it.key(), Some(&key(302)[..]));
+        it.prev();
+        assert_eq!(it.key(), Some(&key(300)[..]));
+        it.seek(&[0, 0, 1]); // a shorter key: 256 is missing, so 257
+        assert_eq!(it.key(), Some(&key(257)[..]));
+        it.seek_for_prev(&[0, 0, 1, 0x2D, 0]); // a longer key: 301 is missing, so 300
+        assert_eq!(it.key(), Some(&key(300)[..]));
+        db.verify().expect("verify");
+    };
+    {
+        let db = DB::open(dir.path(), Options::default()).expect("open");
+        fill(&db);
+        check(&db);
+    }
+    let db = DB::open(dir.path(), Options::default()).expect("reopen");
+    check(&db);
+    db.compact().expect("compact");
+    check(&db);
+}
