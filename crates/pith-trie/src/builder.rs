@@ -24,7 +24,7 @@ use std::collections::VecDeque;
 
 use pith_enc::prefix::common_len;
 
-use crate::dense::write_if_dense;
+use crate::dense::{self, shape, Shape};
 use crate::edges::EdgesBuilder;
 use crate::error::{Error, Result};
 use crate::format::{
@@ -54,6 +54,9 @@ pub struct TrieBuilder {
     /// where the next one starts, or at its page's end: the keys of a page
     /// lie back to back.
     starts: Vec<u64>,
+    /// Some key's length differs from the first key's (then the keys are
+    /// not dense integers).
+    mixed_widths: bool,
 }
 
 const PAGE: usize = 4 << 20;
@@ -123,11 +126,32 @@ impl TrieBuilder {
         if self.starts.len() >= u32::MAX as usize - 1 {
             return Err(too_large());
         }
+        if !self.starts.is_empty() && key.len() != self.key(0).len() {
+            self.mixed_widths = true;
+        }
         let page = self.pages.last_mut().ok_or_else(too_large)?;
         let start = page.len() as u64;
         page.extend_from_slice(key);
         self.starts.push(u64::from(page_no) << 32 | start);
         Ok(())
+    }
+
+    /// Whether [`TrieBuilder::finish`] will write the keys pushed so far as
+    /// dense integer keys (format version 4: keys of one width up to 8
+    /// bytes spanning at most 8 times their count as big-endian integers),
+    /// whose lookups need no filter in front of them. Constant time.
+    pub fn is_dense(&self) -> bool {
+        self.dense_shape().is_some()
+    }
+
+    fn dense_shape(&self) -> Option<Shape> {
+        let last = self.starts.len().checked_sub(1)?;
+        shape(
+            self.key(0),
+            self.key(last),
+            self.starts.len() as u64,
+            !self.mixed_widths,
+        )
     }
 
     /// Builds the trie and returns its serialized, checksummed bytes.
@@ -143,22 +167,22 @@ impl TrieBuilder {
         self.finish_as(true)
     }
 
-    /// Builds the trie, its key ids as a permutation (`legacy`: versions 1
-    /// and 2) or by level (version 3).
+    /// Builds the trie: dense integer keys (version 4) when they are, or
+    /// else a LOUDS trie, its key ids as a permutation (`legacy`: versions
+    /// 1 and 2) or by level (version 3).
     fn finish_as(self, legacy: bool) -> Result<AlignedBytes> {
         let n = self.starts.len();
-        if !legacy {
+        if let Some(shape) = self.dense_shape().filter(|_| !legacy) {
             let mut words: Vec<u64> = vec![0; HEADER_BYTES / 8];
-            if write_if_dense(&mut words, (0..n).map(|i| self.key(i))) {
-                let header = Header {
-                    version: FormatVersion::V4,
-                    flags: 0,
-                    num_keys: n as u64,
-                    num_edges: 0,
-                    body_crc: 0, // computed by write_header
-                };
-                return Ok(with_header(words, &header));
-            }
+            dense::write(&mut words, shape, (0..n).map(|i| self.key(i)), n as u64);
+            let header = Header {
+                version: FormatVersion::V4,
+                flags: 0,
+                num_keys: n as u64,
+                num_edges: 0,
+                body_crc: 0, // computed by write_header
+            };
+            return Ok(with_header(words, &header));
         }
         let mut edges = EdgesBuilder::default();
         let mut tails: Vec<(u32, u32, u32)> = Vec::new();

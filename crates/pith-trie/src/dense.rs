@@ -63,39 +63,47 @@ fn max_of(width: usize) -> u64 {
     u64::MAX >> (64 - 8 * width)
 }
 
-/// Writes `keys` (sorted, unique, all of one width of 1 to 8 bytes) as a
-/// version-4 body if they are dense enough, appending to `out`; returns
-/// false, writing nothing, if they are not (or are none).
-pub(crate) fn write_if_dense<'k>(
-    out: &mut Vec<u64>,
-    keys: impl ExactSizeIterator<Item = &'k [u8]> + Clone,
-) -> bool {
-    let n = keys.len() as u64;
-    let mut all = keys.clone();
-    let Some(first) = all.next() else {
-        return false;
-    };
+/// The shape of a dense key set: what its body's first three words hold.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Shape {
+    width: usize,
+    min: u64,
+    span: u64,
+}
+
+/// The shape of `n` sorted, unique keys from `first` to `last`, all of one
+/// width (`same_width`), if they are dense enough to be written as
+/// version 4: a width of 1 to 8 bytes and a span at most [`SPAN_PER_KEY`]
+/// times the count (and addressable here). O(1).
+pub(crate) fn shape(first: &[u8], last: &[u8], n: u64, same_width: bool) -> Option<Shape> {
     let width = first.len();
-    if !(1..=8).contains(&width) || all.clone().any(|k| k.len() != width) {
-        return false;
+    if n == 0 || !same_width || !(1..=8).contains(&width) {
+        return None;
     }
     let min = value_of(first);
-    let max = all.last().map_or(min, value_of);
-    let Some(span) = (max - min).checked_add(1) else {
-        return false; // all 2^64 integers: not dense unless 2^64 keys
-    };
-    if span > n.saturating_mul(SPAN_PER_KEY) {
-        return false;
-    }
-    out.extend_from_slice(&[width as u64, min, span]);
-    if span > n {
-        let mut bits = BitVecBuilder::with_len(span as usize);
+    // All 2^64 integers overflow the span: not dense short of 2^64 keys.
+    let span = (value_of(last) - min).checked_add(1)?;
+    usize::try_from(span).ok()?;
+    (span <= n.saturating_mul(SPAN_PER_KEY)).then_some(Shape { width, min, span })
+}
+
+/// Appends the version-4 body of `keys` (the `n` keys `shape` was made
+/// from) to `out`.
+pub(crate) fn write<'k>(
+    out: &mut Vec<u64>,
+    shape: Shape,
+    keys: impl Iterator<Item = &'k [u8]>,
+    n: u64,
+) {
+    out.extend_from_slice(&[shape.width as u64, shape.min, shape.span]);
+    if shape.span > n {
+        // `shape` checked the span fits a usize.
+        let mut bits = BitVecBuilder::with_len(shape.span as usize);
         for k in keys {
-            bits.set((value_of(k) - min) as usize);
+            bits.set((value_of(k) - shape.min) as usize);
         }
         bits.write(out);
     }
-    true
 }
 
 impl<'a> Dense<'a> {
@@ -103,6 +111,11 @@ impl<'a> Dense<'a> {
     /// counts are checked, the bit vector's contents not.
     pub(crate) fn read(r: &mut WordReader<'a>, keys: u64) -> Result<Self> {
         let bad = |detail: &str| Err(corrupt(BODY_AT, detail.to_string()));
+        // The builder writes fewer than 2^32 keys; a header claiming more
+        // would have queries (a regex walk, an iteration) run that long.
+        if keys >= u64::from(u32::MAX) {
+            return bad("dense key count of 2^32 or more");
+        }
         let width = r.count("dense key width", 8)?;
         let min = r.word("dense key minimum")?;
         let span = r.word("dense key span")?;
@@ -160,12 +173,13 @@ impl<'a> Dense<'a> {
         v.checked_sub(self.min).filter(|&o| o < self.span)
     }
 
-    /// Keys below span position `o` (`o <= span`).
+    /// Keys below span position `o` (`o <= span`), at most the key count
+    /// (a bit vector not validated may count more; callers add to ids).
     #[inline(always)]
     fn rank(&self, o: u64) -> u64 {
         match &self.present {
             None => o,
-            Some(bits) => bits.rank1(o as usize) as u64,
+            Some(bits) => (bits.rank1(o as usize) as u64).min(self.keys),
         }
     }
 
@@ -176,10 +190,39 @@ impl<'a> Dense<'a> {
             return None;
         }
         let o = self.offset(value_of(key))?;
-        match &self.present {
-            None => Some(o),
-            Some(bits) => bits.get(o as usize).then(|| bits.rank1(o as usize) as u64),
-        }
+        let id = match &self.present {
+            None => o,
+            Some(bits) => {
+                if !bits.get(o as usize) {
+                    return None;
+                }
+                bits.rank1(o as usize) as u64
+            }
+        };
+        (id < self.keys).then_some(id)
+    }
+
+    /// Keys among the span's integers `lo..=hi` (offsets from `min`,
+    /// `lo <= hi < span`).
+    #[inline(always)]
+    pub(crate) fn count_between(&self, lo: u64, hi: u64) -> u64 {
+        self.rank(hi + 1).saturating_sub(self.rank(lo))
+    }
+
+    /// The key width in bytes.
+    pub(crate) fn width(&self) -> usize {
+        self.width
+    }
+
+    /// The smallest and largest key as integers.
+    pub(crate) fn bounds(&self) -> (u64, u64) {
+        (self.min, self.min + (self.span - 1))
+    }
+
+    /// The id of the key `v` (an integer of the span that is a key).
+    #[inline(always)]
+    pub(crate) fn id_of(&self, v: u64) -> u64 {
+        self.rank(v - self.min)
     }
 
     /// Appends key `id` to `out`; false if `id >= keys`.

@@ -100,7 +100,8 @@ fn regex_error(e: &dyn std::error::Error) -> Error {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RegexStats {
     /// Edges (trie nodes other than the root) whose labels were fed to the
-    /// DFA; on dense integer keys (format version 4), keys tested.
+    /// DFA; on dense integer keys (format version 4), the bytes of the
+    /// implicit tree of their bytes fed to it.
     pub visited_edges: u64,
     /// Keys that matched.
     pub matches: u64,
@@ -132,9 +133,40 @@ pub struct RegexWalk<'t, 'a, R> {
     stack: Vec<Frame>,
     key: Vec<u8>,
     stats: RegexStats,
-    /// Dense integer keys (format version 4) have no edges to prune: the
-    /// walk tests each key from this id on, as a scan would.
-    dense_next: u64,
+    /// Dense integer keys (format version 4): the walk goes down the
+    /// implicit tree of their bytes, one byte a level, skipping subtrees
+    /// the DFA rejects and those holding no key.
+    dense: Vec<DenseFrame>,
+    /// The smallest integer the dense walk offers (the first key, or the
+    /// first at or after the `from` of [`Trie::regex_walk_from`]).
+    dense_lo: u64,
+}
+
+/// A node of the dense walk: the integers whose first `depth` bytes spell
+/// `prefix`, their next byte still to try from `next` to `end` (exclusive),
+/// with the DFA in `state` after the prefix.
+struct DenseFrame {
+    prefix: u64,
+    depth: usize,
+    next: u16,
+    end: u16,
+    state: StateID,
+}
+
+impl DenseFrame {
+    /// The node `prefix` of `depth` bytes, its child bytes limited to
+    /// those leading to integers in `lo..=hi` (which lie below it).
+    fn new(prefix: u64, depth: usize, width: usize, lo: u64, hi: u64, state: StateID) -> Self {
+        let shift = 8 * (width - depth - 1);
+        let byte = |v: u64| ((v >> shift) & 0xFF) as u16;
+        DenseFrame {
+            prefix,
+            depth,
+            next: byte(lo),
+            end: byte(hi) + 1,
+            state,
+        }
+    }
 }
 
 impl<'a> Trie<'a> {
@@ -153,15 +185,21 @@ impl<'a> Trie<'a> {
                 level: 1,
             });
         }
-        RegexWalk {
+        let mut walk = RegexWalk {
             trie: self,
             re,
             root_pending: self.root_terminal,
             stack,
             key: Vec::new(),
             stats: RegexStats::default(),
-            dense_next: 0,
+            dense: Vec::new(),
+            dense_lo: 0,
+        };
+        if let Some(d) = &self.dense {
+            let (min, max) = d.bounds();
+            walk.start_dense(min, max);
         }
+        walk
     }
 
     /// [`Trie::regex_walk`] over the keys `>= from` only: the walk starts
@@ -173,8 +211,14 @@ impl<'a> Trie<'a> {
         if from.is_empty() {
             return walk;
         }
-        if self.dense.is_some() {
-            walk.dense_next = self.lower_bound(from);
+        if let Some(d) = &self.dense {
+            // From the first key at or after `from`, if any.
+            walk.dense.clear();
+            walk.key.clear();
+            if self.key_into(self.lower_bound(from), &mut walk.key) {
+                let first = walk.key.iter().fold(0u64, |v, &b| v << 8 | u64::from(b));
+                walk.start_dense(first, d.bounds().1);
+            }
             return walk;
         }
         walk.root_pending = false; // the empty key is below `from`
@@ -269,18 +313,7 @@ impl<R: Borrow<KeyRegex>> RegexWalk<'_, '_, R> {
             }
         }
         if trie.dense.is_some() {
-            while self.dense_next < trie.len() as u64 {
-                let id = self.dense_next;
-                self.dense_next += 1;
-                self.stats.visited_edges += 1;
-                self.key.clear();
-                trie.key_into(id, &mut self.key);
-                if re.is_match(&self.key) {
-                    self.stats.matches += 1;
-                    return Some(id);
-                }
-            }
-            return None;
+            return self.next_dense_match();
         }
         while let Some(frame) = self.stack.last_mut() {
             if frame.next == frame.end {
@@ -316,6 +349,60 @@ impl<R: Borrow<KeyRegex>> RegexWalk<'_, '_, R> {
             if trie.edges.bit(TERM, e) && re.is_match_at_end(state) {
                 self.stats.matches += 1;
                 return Some(trie.edge_id_at(e, Some(level)));
+            }
+        }
+        None
+    }
+
+    /// Starts the dense walk over the integers `lo..=hi`.
+    fn start_dense(&mut self, lo: u64, hi: u64) {
+        let (Some(d), re) = (&self.trie.dense, self.re.borrow()) else {
+            return;
+        };
+        self.dense_lo = lo;
+        self.dense
+            .push(DenseFrame::new(0, 0, d.width(), lo, hi, re.start));
+    }
+
+    /// [`RegexWalk::next_match`] on dense integer keys: depth first in
+    /// byte order (so in key order), a child entered only if some key lies
+    /// below it and the DFA accepts its byte. Each key is entered at most
+    /// once and each node on a key's path, so a walk ends within the key
+    /// count times the width.
+    fn next_dense_match(&mut self) -> Option<u64> {
+        let (trie, re) = (self.trie, self.re.borrow());
+        let d = trie.dense.as_ref()?;
+        let (width, (min, max)) = (d.width(), d.bounds());
+        let lo = self.dense_lo;
+        while let Some(f) = self.dense.last_mut() {
+            if f.next >= f.end {
+                self.dense.pop();
+                continue;
+            }
+            let b = f.next as u8;
+            f.next += 1;
+            let (prefix, depth) = ((f.prefix << 8) | u64::from(b), f.depth + 1);
+            // The integers below this child within `lo..=max`.
+            let shift = 8 * (width - depth) as u32;
+            let first = prefix.checked_shl(shift).unwrap_or(0);
+            let last = first | u64::MAX.checked_shr(64 - shift).unwrap_or(0);
+            let (c_lo, c_hi) = (first.max(lo), last.min(max));
+            if c_lo > c_hi || d.count_between(c_lo - min, c_hi - min) == 0 {
+                continue;
+            }
+            self.stats.visited_edges += 1;
+            let Some(state) = re.feed(f.state, &[b]) else {
+                continue;
+            };
+            if depth < width {
+                self.dense
+                    .push(DenseFrame::new(prefix, depth, width, c_lo, c_hi, state));
+            } else if re.is_match_at_end(state) {
+                self.key.clear();
+                self.key
+                    .extend_from_slice(&prefix.to_be_bytes()[8 - width..]);
+                self.stats.matches += 1;
+                return Some(d.id_of(prefix));
             }
         }
         None

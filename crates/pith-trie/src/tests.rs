@@ -893,6 +893,8 @@ fn dense_keys_are_written_only_when_dense() {
         let report = trie.size_report();
         assert_eq!((report.edges, report.total), (0, bytes.len()));
         assert_eq!(report.dense_keys, bytes.len() - 64);
+        let louds = report.edges_bytes + report.labels + report.label_refs + report.permutation;
+        assert_eq!(louds, 0, "{report:?}");
     }
     // 700 four-byte keys in a span of 700: three words of body.
     assert_eq!(all.len(), 64 + 24);
@@ -967,4 +969,82 @@ fn dense_golden_bytes_match_docs() {
     assert_eq!(trie.lookup(&[0, 6]), None);
     assert_eq!(trie.key(2).as_deref(), Some(&[0u8, 8][..]));
     assert_eq!(trie.lower_bound(&[0, 6]), 1);
+}
+
+/// A rank counter that lies (checksums repaired, not validated) must not
+/// give an id at or past the key count: callers add to ids.
+#[test]
+fn dense_ids_stay_below_the_key_count_on_lying_counters() {
+    let bytes = build([[0u8, 0], [0, 2], [0, 3]]).unwrap();
+    let mut bad = bytes.as_bytes().to_vec();
+    // Body word 6: the bit vector's first rank counter.
+    bad[64 + 48..64 + 56].copy_from_slice(&u64::MAX.to_le_bytes());
+    fix_checksums(&mut bad);
+    let aligned = AlignedBytes::copy_from(&bad);
+    let trie = Trie::open(aligned.as_bytes()).expect("opens: the counters are not read at open");
+    assert!(trie.validate().is_err());
+    for key in [&[0u8, 0][..], &[0, 2], &[0, 3], &[0, 1], &[]] {
+        assert!(trie.lookup(key).is_none_or(|id| id < 3), "{key:?}");
+        assert!(trie.lower_bound(key) <= 3, "{key:?}");
+        use std::ops::Bound::{Excluded, Included, Unbounded};
+        for bounds in [(Excluded(key), Unbounded), (Included(key), Excluded(key))] {
+            let r = trie.range::<(std::ops::Bound<&[u8]>, std::ops::Bound<&[u8]>)>(bounds);
+            assert!(r.end <= 4, "{key:?}: {r:?}");
+        }
+    }
+    crate::fuzz::exercise(&trie, &bad[64..]);
+}
+
+/// A header may not claim more keys than a builder writes: 2^32 or more
+/// would have a regex walk or an iteration run that long.
+#[test]
+fn dense_key_counts_past_the_builders_are_rejected() {
+    let good = build((0u32..10).map(u32::to_be_bytes)).unwrap();
+    assert_eq!(format_version(&good), 4);
+    for keys in [1u64 << 32, u64::MAX] {
+        let mut bad = good.as_bytes().to_vec();
+        bad[16..24].copy_from_slice(&keys.to_le_bytes());
+        bad[64..72].copy_from_slice(&8u64.to_le_bytes()); // width 8
+        bad[72..80].copy_from_slice(&0u64.to_le_bytes()); // min 0
+        bad[80..88].copy_from_slice(&keys.to_le_bytes()); // span = keys: no bit vector
+        fix_checksums(&mut bad);
+        assert!(
+            Trie::open(AlignedBytes::copy_from(&bad).as_bytes()).is_err(),
+            "{keys}"
+        );
+        crate::fuzz::open_and_query(&bad);
+    }
+}
+
+/// A regex walk over dense keys prunes as a LOUDS walk does: a pattern
+/// for one key, or one no key can match, visits a few nodes of the
+/// implicit byte tree, not every key.
+#[test]
+fn dense_regex_walks_prune() {
+    let keys: BTreeSet<Vec<u8>> = (0u32..200_000)
+        .filter(|i| i % 5 != 3)
+        .map(|i| i.to_be_bytes().to_vec())
+        .collect();
+    let bytes = trie_of(&keys);
+    assert_eq!(format_version(&bytes), 4);
+    let trie = Trie::open_validated(bytes.as_bytes()).unwrap();
+    let one = KeyRegex::new("(?s-u)\\x00\\x01\\x00\\x05").unwrap();
+    let stats = trie.regex_search(&one, |_, k| {
+        assert_eq!(k, [0, 1, 0, 5]);
+        true
+    });
+    assert_eq!(stats.matches, 1);
+    assert!(stats.visited_edges < 600, "{stats:?}");
+    let none = KeyRegex::new("(?s-u)\\xFF.*").unwrap();
+    let stats = trie.regex_search(&none, |_, _| true);
+    assert_eq!(stats.matches, 0);
+    assert!(stats.visited_edges < 10, "{stats:?}");
+    // 0x..03 and 0x..08 end in 3 or 8 mod 5 = 3: missing keys are skipped.
+    let ends = KeyRegex::new("(?s-u)\\x00\\x00\\x00[\\x03\\x08]").unwrap();
+    let mut got = Vec::new();
+    trie.regex_search(&ends, |id, k| {
+        got.push((id, k.to_vec()));
+        true
+    });
+    assert!(got.is_empty(), "{got:?}");
 }

@@ -41,7 +41,9 @@
 //! walks up the trie need each parent edge to precede its child and walks
 //! down each child range to follow its parent edge ([`Trie::parent_edge`],
 //! [`Trie::child_edges`]), a lookup consumes a query byte per step, and a
-//! regex walk stops after visiting as many edges as the trie has. The
+//! regex walk stops after visiting as many edges as the trie has. A trie
+//! of dense integer keys (version 4) caps ids at its key count, which open
+//! bounds below 2^32, and its regex walk enters each key once at most. The
 //! answers may then be wrong. The checks cost no measurable lookup time:
 //! each replaces the panic branch of an indexing bounds check.
 //!
@@ -111,6 +113,7 @@ pub struct Trie<'a> {
 
 /// Sizes of a trie's parts in bytes, for reports.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SizeReport {
     /// Whole serialized trie.
     pub total: usize,
@@ -165,7 +168,9 @@ impl<'a> Trie<'a> {
         let root_terminal = h.flags & FLAG_ROOT_TERMINAL != 0;
         let known_flags = match h.version {
             FormatVersion::V1 | FormatVersion::V2 => FLAG_ROOT_TERMINAL,
-            FormatVersion::V3 | FormatVersion::V4 => FLAG_ROOT_TERMINAL | FLAG_SHARED_LABELS,
+            FormatVersion::V3 => FLAG_ROOT_TERMINAL | FLAG_SHARED_LABELS,
+            // Opened by `open_dense` above; never parsed as LOUDS.
+            FormatVersion::V4 => return Err(bad("a dense-key trie read as a LOUDS trie")),
         };
         if h.flags & !known_flags != 0 {
             return Err(bad("unknown header flags"));
@@ -404,6 +409,13 @@ impl<'a> Trie<'a> {
 
     /// Sizes of the parts.
     pub fn size_report(&self) -> SizeReport {
+        if let Some(d) = &self.dense {
+            return SizeReport {
+                total: HEADER_BYTES + self.body.len(),
+                dense_keys: d.size_bytes(),
+                ..SizeReport::default()
+            };
+        }
         SizeReport {
             total: HEADER_BYTES + self.body.len(),
             edges_bytes: self.edges.size_bytes(),

@@ -325,16 +325,18 @@ fn build(
     deadlines.extend(hist_deadlines.iter().map(|&(i, d)| (keys + i, d)));
     let expiry_words = expiry::pack(&deadlines);
     drop(deadlines);
+    // Dense integer keys answer a lookup with a subtraction and a rank,
+    // sooner than the filter would: such a segment gets none.
+    let bloom_bits = if trie.is_dense() {
+        0
+    } else {
+        bloom_bits_per_key
+    };
+    let bloom_words = bloom::build(&hashes, bloom_bits);
+    drop(hashes);
     let trie_bytes = trie
         .finish()
         .map_err(|e| Error::Internal(format!("segment build: {e}")))?;
-    // Dense integer keys answer a lookup with a subtraction and a rank,
-    // sooner than the filter would: such a segment gets none.
-    let dense = pith_trie::Trie::open(trie_bytes.as_bytes())
-        .map_err(|e| Error::Internal(format!("segment build: {e}")))?
-        .is_dense();
-    let bloom_words = bloom::build(&hashes, if dense { 0 } else { bloom_bits_per_key });
-    drop(hashes);
 
     let io = |e| Error::io(tmp, e);
     let file = fs.create(tmp).map_err(io)?;
