@@ -293,6 +293,10 @@ pub(crate) const TRIAL_BYTES: usize = 1 << 20;
 /// sample, and trains in 0.60-0.64 s instead of 0.69-0.82 s on Debian.
 pub(crate) const TRAINING_BYTES: usize = 2 << 20;
 
+/// Held-out bytes whose matches decide which dictionary bytes a global
+/// model keeps (`global::Encoder::train`).
+pub(crate) const SURVEY_BYTES: usize = 8 << 20;
+
 /// One codec made ready to encode: its encoder and its dictionary or model
 /// section.
 enum Prepared {
@@ -368,6 +372,7 @@ fn prepare(
             let enc = global::Encoder::train(
                 global_dict,
                 &training,
+                &strided(held, SURVEY_BYTES),
                 options.global_depth,
                 options.threads,
                 options.effort,

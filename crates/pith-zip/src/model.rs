@@ -35,7 +35,7 @@ use std::sync::{Arc, Mutex, Weak};
 
 use pith_enc::le;
 
-use crate::builder::{split_sample, strided, Options, TRAINING_BYTES, TRIAL_BYTES};
+use crate::builder::{split_sample, strided, Options, SURVEY_BYTES, TRAINING_BYTES, TRIAL_BYTES};
 use crate::error::{Error, Result};
 use crate::global::{self, DictIndex, Effort};
 
@@ -131,6 +131,7 @@ impl Model {
         let mut encoder = global::Encoder::train(
             &dict,
             &strided(&held, training),
+            &strided(&held, SURVEY_BYTES),
             options.global_depth,
             options.threads,
             options.effort,

@@ -309,7 +309,10 @@ fn dense_integer_keys_index_themselves() {
             assert_eq!(db.get(other).expect("get"), None, "{other:?}");
         }
         let keys: Vec<Vec<u8>> = common::all(db).into_iter().map(|(k, _)| k).collect();
-        let want: Vec<Vec<u8>> = (0..30_000).filter(|&i| present(i)).map(|i| key(i).to_vec()).collect();
+        let want: Vec<Vec<u8>> = (0..30_000)
+            .filter(|&i| present(i))
+            .map(|i| key(i).to_vec())
+            .collect();
         assert_eq!(keys, want);
         let mut it = db.iter();
         it.seek(&key(301)); // missing: lands on 302

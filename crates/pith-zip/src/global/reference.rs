@@ -275,7 +275,7 @@ mod tests {
             let dict: Vec<u8> = (0..60).step_by(2).flat_map(record).collect();
             let training: Vec<Vec<u8>> = (1..60).step_by(2).map(record).collect();
             let training: Vec<&[u8]> = training.iter().map(Vec::as_slice).collect();
-            let enc = Encoder::train(&dict, &training, DEFAULT_DEPTH, 1, Effort::Thorough);
+            let enc = Encoder::train(&dict, &training, &[], DEFAULT_DEPTH, 1, Effort::Thorough);
             let model = enc.model_bytes(STORE_DICT_LEVEL).unwrap();
             let (dict, lengths) = read_model(&model).unwrap();
             let dec = Decoder::open(&model).unwrap();
