@@ -175,7 +175,7 @@ pub fn stats(args: &StatsArgs) -> Result<(), CliError> {
     println!("stored value bytes       {raw_values}");
     println!("index (trie) bytes       {index}");
     println!("value store bytes        {store}");
-    println!("resident index bytes     {resident} (trie, tags, history, Bloom: kept in memory)");
+    println!("resident index bytes     {resident} (trie, tags, history, Bloom, record offsets: kept in memory)");
     println!("files on disk, bytes     {}", s.disk_bytes);
     println!("  of which logs          {}", s.wal_bytes);
     match live_ratio {

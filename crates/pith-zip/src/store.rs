@@ -78,10 +78,40 @@ impl<'a> Store<'a> {
         })
     }
 
+    /// Where the record offsets lie in `bytes`, from the footer alone (no
+    /// other check: [`Store::open_with_offsets`] makes them), so a reader
+    /// can keep a copy of them in memory.
+    pub fn offsets_range(bytes: &[u8]) -> Result<std::ops::Range<usize>> {
+        let f = Footer::decode(bytes)?;
+        let body = bytes.len() - FOOTER_BYTES;
+        let start = usize::try_from(f.offsets_len)
+            .ok()
+            .and_then(|len| body.checked_sub(len))
+            .ok_or_else(|| Error::Corrupt {
+                offset: body as u64,
+                detail: format!("{} bytes of offsets in a {body}-byte store", f.offsets_len),
+            })?;
+        Ok(start..body)
+    }
+
     /// Opens a store; `model` is the shared model it was encoded with, if
     /// it was ([`Store::required_model`] says which), and is ignored for
     /// stores that carry their own.
     pub fn open_with_model(bytes: &'a [u8], model: Option<Arc<Model>>) -> Result<Self> {
+        Store::open_with_offsets(bytes, model, None)
+    }
+
+    /// [`Store::open_with_model`], reading the record offsets from
+    /// `offsets`, a copy of `bytes[Store::offsets_range(bytes)]` (8-byte
+    /// aligned) the caller keeps in memory, instead of from `bytes`: a
+    /// lookup then reads `bytes` only for its record. The copy is checked
+    /// as the offsets in `bytes` would be (the metadata checksum covers
+    /// it).
+    pub fn open_with_offsets(
+        bytes: &'a [u8],
+        model: Option<Arc<Model>>,
+        offsets: Option<&'a [u8]>,
+    ) -> Result<Self> {
         if bytes.as_ptr().align_offset(8) != 0 {
             return Err(Error::Misaligned);
         }
@@ -139,8 +169,22 @@ impl<'a> Store<'a> {
             ));
         }
         let pool_end = pool_end as usize;
-        let meta = &bytes[pool_end..body as usize];
-        let computed = crc32c::crc32c(meta);
+        let offsets_start = pool_end + dict_end as usize;
+        let (padded_dict, offset_bytes) = (
+            &bytes[pool_end..offsets_start],
+            offsets.unwrap_or(&bytes[offsets_start..body as usize]),
+        );
+        if offset_bytes.len() as u64 != f.offsets_len {
+            return Err(corrupt(
+                offsets_start as u64,
+                format!(
+                    "a copy of {} bytes of offsets where the store has {}",
+                    offset_bytes.len(),
+                    f.offsets_len
+                ),
+            ));
+        }
+        let computed = crc32c::crc32c_append(crc32c::crc32c(padded_dict), offset_bytes);
         if computed != f.meta_crc {
             return Err(Error::ChecksumMismatch {
                 region: "metadata".into(),
@@ -148,9 +192,9 @@ impl<'a> Store<'a> {
                 computed,
             });
         }
-        let dict = &meta[..f.dict_len as usize];
+        let dict = &padded_dict[..f.dict_len as usize];
         let words: &[u64] =
-            bytemuck::try_cast_slice(&meta[dict_end as usize..]).map_err(|_| Error::Misaligned)?;
+            bytemuck::try_cast_slice(offset_bytes).map_err(|_| Error::Misaligned)?;
         let offsets_at = (pool_end as u64) + dict_end;
         let offsets = Offsets::read(words, offsets_at)?;
         let bad = |detail: String| Error::Corrupt {

@@ -444,3 +444,36 @@ fn zstd_dictionary_trains_on_small_and_large_samples() {
     // Too little material: no dictionary, no error.
     assert!(crate::builder::train_fastcover(&[b"ab".as_slice()], 1024).is_none());
 }
+
+/// A reader may keep the record offsets in memory: the store then reads
+/// them from the copy, checked as the stored ones would be.
+#[test]
+fn offsets_can_be_read_from_a_copy() {
+    let records = text_records(300);
+    let (bytes, _) = build_to_vec(&records, &options(CodecChoice::Auto)).unwrap();
+    let words = aligned(&bytes);
+    let bytes = view(&words, bytes.len());
+    let range = Store::offsets_range(bytes).unwrap();
+    let copy = aligned(&bytes[range.clone()]);
+    let store = Store::open_with_offsets(bytes, None, Some(view(&copy, range.len()))).unwrap();
+    let mut out = Vec::new();
+    for (i, r) in records.iter().enumerate() {
+        store.get(i as u64, &mut out).unwrap();
+        assert_eq!(&out, r, "record {i}");
+    }
+    store.verify().unwrap();
+    // A copy that differs from what the store holds is caught.
+    let mut bad = bytes[range.clone()].to_vec();
+    let last = bad.len() - 9;
+    bad[last] ^= 1;
+    let bad = aligned(&bad);
+    assert!(matches!(
+        Store::open_with_offsets(bytes, None, Some(view(&bad, range.len()))),
+        Err(Error::ChecksumMismatch { .. })
+    ));
+    // So is one of another length.
+    assert!(matches!(
+        Store::open_with_offsets(bytes, None, Some(view(&copy, range.len() - 8))),
+        Err(Error::Corrupt { .. })
+    ));
+}

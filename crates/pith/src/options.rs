@@ -60,11 +60,11 @@ pub struct Options {
     /// the building thread included; default: the number of cores.
     pub background_threads: usize,
     /// Keep a copy of what a point lookup walks in each segment (its trie,
-    /// record tags, history and Bloom filter) in memory, so those stay
-    /// resident however little page cache is left and a lookup costs at
-    /// most the reads of its value; default true. Costs their size in
-    /// memory (`pith stats` shows the tries' bytes; the rest is about a
-    /// byte per record). Off, they are read through the file mapping like
+    /// record tags, history, Bloom filter and the record store's offsets)
+    /// in memory, so those stay resident however little page cache is left
+    /// and a lookup costs at most the reads of its value; default true.
+    /// Costs their size in memory (`pith stats` shows the tries' bytes; the
+    /// rest is a few bytes per record). Off, they are read through the file mapping like
     /// the values, and the kernel may evict them.
     pub resident_index: bool,
     /// Bits per key of each segment's Bloom filter (0: none); default 10,

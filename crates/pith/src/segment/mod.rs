@@ -76,8 +76,8 @@ pub(crate) struct Segment {
     map: FileBytes,
 }
 
-/// Sections a point lookup reads besides the values (the store's offsets
-/// are a few bits per record and stay in the mapping).
+/// Sections a point lookup reads besides the values (the store's record
+/// offsets, inside its section, are copied too: see [`resident_copy`]).
 const LOOKUP_SECTIONS: [usize; 5] = [
     format::TRIE,
     format::TAGS,
@@ -86,20 +86,28 @@ const LOOKUP_SECTIONS: [usize; 5] = [
     format::EXPIRY,
 ];
 
-/// Copies of `sections[i]` for `i` in [`LOOKUP_SECTIONS`], each starting
-/// on a word boundary, and the byte offset of each copy in it (in
-/// [`LOOKUP_SECTIONS`] order).
-fn resident_copy(sections: &[&[u8]; SECTIONS]) -> (Vec<u64>, [usize; LOOKUP_SECTIONS.len()]) {
-    let mut starts = [0; LOOKUP_SECTIONS.len()];
+/// Copies of `sections[i]` for `i` in [`LOOKUP_SECTIONS`], then of
+/// `offsets` (the store's record offsets, a few bits a record: with them
+/// in memory a lookup reads the file only for its record, one read of
+/// storage when the values do not fit the page cache), each starting on a
+/// word boundary, and the byte offset of each copy in it (in
+/// [`LOOKUP_SECTIONS`] order, then the offsets').
+fn resident_copy(
+    sections: &[&[u8]; SECTIONS],
+    offsets: &[u8],
+) -> (Vec<u64>, [usize; LOOKUP_SECTIONS.len() + 1]) {
+    let parts = LOOKUP_SECTIONS.map(|i| sections[i]);
+    let parts = parts.iter().copied().chain([offsets]);
+    let mut starts = [0; LOOKUP_SECTIONS.len() + 1];
     let mut end = 0;
-    for (start, &i) in starts.iter_mut().zip(&LOOKUP_SECTIONS) {
+    for (start, part) in starts.iter_mut().zip(parts.clone()) {
         *start = end;
-        end += sections[i].len().div_ceil(8) * 8;
+        end += part.len().div_ceil(8) * 8;
     }
     let mut copy = vec![0u64; end / 8];
     let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut copy);
-    for (&at, &i) in starts.iter().zip(&LOOKUP_SECTIONS) {
-        bytes[at..at + sections[i].len()].copy_from_slice(sections[i]);
+    for (&at, part) in starts.iter().zip(parts) {
+        bytes[at..at + part.len()].copy_from_slice(part);
     }
     (copy, starts)
 }
@@ -130,8 +138,9 @@ pub struct SegmentInfo {
     pub store_bytes: u64,
     /// Bytes of tags, history index, Bloom filter and deadlines.
     pub meta_bytes: u64,
-    /// Bytes held in memory for lookups (trie, tags, history and Bloom
-    /// filter copied out of the file; 0 unless `Options::resident_index`).
+    /// Bytes held in memory for lookups (trie, tags, history, Bloom filter
+    /// and record offsets copied out of the file; 0 unless
+    /// `Options::resident_index`).
     pub resident_bytes: u64,
     /// File size.
     pub file_bytes: u64,
@@ -228,11 +237,20 @@ impl Segment {
             end = stop.unwrap_or(0);
             sections[i] = &bytes[s.offset as usize..end as usize];
         }
+        // The store's offsets, when kept resident (a store whose footer is
+        // bad keeps them in the file; opening it reports what is wrong).
+        let store_offsets = Store::offsets_range(sections[format::STORE])
+            .ok()
+            .filter(|_| resident);
         let (resident, starts) = if resident {
-            resident_copy(&sections)
+            let offsets = store_offsets
+                .clone()
+                .map_or(&[][..], |r| &sections[format::STORE][r]);
+            resident_copy(&sections, offsets)
         } else {
-            (Vec::new(), [0; LOOKUP_SECTIONS.len()])
+            (Vec::new(), [0; LOOKUP_SECTIONS.len() + 1])
         };
+        let mut offsets_copy = None;
         if !resident.is_empty() {
             // SAFETY: as for `bytes` above: the copy is a heap allocation
             // owned by the same struct, never changed, grown or moved out,
@@ -246,6 +264,12 @@ impl Segment {
                 // Reads go to the copy from here on.
                 map.forget(s.offset as usize..(s.offset + s.len) as usize);
                 sections[i] = &copy[at..at + sections[i].len()];
+            }
+            if let Some(r) = store_offsets {
+                let base = header.sections[format::STORE].offset as usize;
+                map.forget(base + r.start..base + r.end);
+                let at = starts[LOOKUP_SECTIONS.len()];
+                offsets_copy = Some(&copy[at..at + r.len()]);
             }
         }
         // The trie opens in O(1) and checks no body checksum of its own, so
@@ -312,8 +336,12 @@ impl Segment {
                 Some(file)
             }
         };
-        let store = Store::open_with_model(store_bytes, model.as_ref().map(|m| m.model.clone()))
-            .map_err(zip_err)?;
+        let store = Store::open_with_offsets(
+            store_bytes,
+            model.as_ref().map(|m| m.model.clone()),
+            offsets_copy,
+        )
+        .map_err(zip_err)?;
         let misaligned = |i: usize| {
             corrupt(
                 at(i),
