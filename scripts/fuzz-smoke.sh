@@ -20,9 +20,15 @@ for d in $(seq 0 299); do
   for n in __init__.py setup.py README.md LICENSE.txt x; do echo "lib/pkg$((d % 97))/$d/$n"; done
 done > /tmp/pith-fuzz-shared-keys.txt
 cargo run -q --release -p pith-cli -- trie build --format keys --keys /tmp/pith-fuzz-shared-keys.txt --out fuzz/corpus/trie_open/shared-labels.trie
+# Dense integer keys (format version 4): one-byte keys, all of a span and
+# every other one of it.
+printf '%s\n' a b c d e f g h i j k l m n o p q r s t u v w x y z > /tmp/pith-fuzz-dense.txt
+cargo run -q --release -p pith-cli -- trie build --format keys --keys /tmp/pith-fuzz-dense.txt --out fuzz/corpus/trie_open/dense-all.trie
+printf '%s\n' a c e g i k m o q s u w y > /tmp/pith-fuzz-dense.txt
+cargo run -q --release -p pith-cli -- trie build --format keys --keys /tmp/pith-fuzz-dense.txt --out fuzz/corpus/trie_open/dense-some.trie
 # Tries as written before format version 3 (the permutation), which
-# readers still open: the golden dumps of docs/format.md.
-for v in 1 2; do
+# readers still open, and a dense one: the golden dumps of docs/format.md.
+for v in 1 2 4; do
   python3 - "$v" > "fuzz/corpus/trie_open/golden-v$v.trie" <<'PY'
 import re, sys
 doc = open("docs/format.md").read()
