@@ -216,6 +216,30 @@ pub(crate) fn strided<'r>(records: &[&'r [u8]], budget: usize) -> Vec<&'r [u8]> 
     out
 }
 
+/// [`strided`], and the records it did not take (in order): a trial set
+/// and the rest, disjoint, so a ratio measured on the trial is of records
+/// nothing was trained or chosen on.
+pub(crate) fn strided_split<'r>(
+    records: &[&'r [u8]],
+    budget: usize,
+) -> (Vec<&'r [u8]>, Vec<&'r [u8]>) {
+    let taken = strided(records, budget);
+    let mut next = taken.iter().peekable();
+    let mut rest = Vec::with_capacity(records.len() - taken.len());
+    for r in records {
+        // `strided` takes records in order, so each taken one is the next.
+        if next
+            .peek()
+            .is_some_and(|t| std::ptr::eq(t.as_ptr(), r.as_ptr()) && t.len() == r.len())
+        {
+            next.next();
+        } else {
+            rest.push(*r);
+        }
+    }
+    (taken, rest)
+}
+
 fn train_zstd_dictionary(material: &[&[u8]], options: &Options) -> Vec<u8> {
     let total: usize = material.iter().map(|r| r.len()).sum();
     let size = options.dict_bytes.min(total / 10);
@@ -330,10 +354,11 @@ impl Prepared {
         Ok(())
     }
 
-    /// Estimated store size for `raw_bytes` of input like `trial`, of which
-    /// `in_dict` bytes are records copied whole into the global dictionary
-    /// (they cost a few bits each).
-    fn estimate(&mut self, trial: &[&[u8]], raw_bytes: u64, in_dict: u64) -> Result<f64> {
+    /// Estimated store size for `raw_bytes` of input like `trial` (records
+    /// no codec was trained on). The global dictionary's material records
+    /// are not credited as nearly free: the model keeps only the parts of
+    /// them that other records copy.
+    fn estimate(&mut self, trial: &[&[u8]], raw_bytes: u64) -> Result<f64> {
         let (mut raw, mut encoded, mut out) = (0usize, 0usize, Vec::new());
         for r in trial {
             out.clear();
@@ -346,11 +371,7 @@ impl Prepared {
         } else {
             raw as f64 / encoded as f64
         };
-        let coded = match self {
-            Prepared::Global(..) => raw_bytes.saturating_sub(in_dict),
-            _ => raw_bytes,
-        };
-        Ok(coded as f64 / ratio + self.section().len() as f64)
+        Ok(raw_bytes as f64 / ratio + self.section().len() as f64)
     }
 }
 
@@ -419,13 +440,13 @@ where
     let mut prepared = match options.codec {
         CodecChoice::Force(codec) => prepare(codec, &dict_material, &held, &global_dict, options)?,
         CodecChoice::Auto => {
-            let trial = strided(&held, TRIAL_BYTES);
+            let (trial, rest) = strided_split(&held, TRIAL_BYTES);
             let raw = first.raw_bytes;
             // Compression must save at least 10% to be worth decoding.
             let mut best = (0.9 * raw as f64, Prepared::Plain);
             for codec in [Codec::ZstdDict, Codec::Global] {
-                let mut p = prepare(codec, &dict_material, &held, &global_dict, options)?;
-                let size = p.estimate(&trial, raw, global_dict.len() as u64)?;
+                let mut p = prepare(codec, &dict_material, &rest, &global_dict, options)?;
+                let size = p.estimate(&trial, raw)?;
                 if size < best.0 {
                     best = (size, p);
                 }
@@ -576,5 +597,31 @@ impl<W: Write> CountingWriter<W> {
         self.inner.write_all(b)?;
         self.written += b.len() as u64;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The trial set and the rest are disjoint, in order, and together
+    /// every record, also when records repeat the same bytes.
+    #[test]
+    fn strided_split_takes_a_trial_and_keeps_the_rest() {
+        let bytes: Vec<Vec<u8>> = (0..100u8)
+            .map(|i| vec![i % 7; 10 + usize::from(i % 3)])
+            .collect();
+        let records: Vec<&[u8]> = bytes.iter().map(Vec::as_slice).collect();
+        let (trial, rest) = strided_split(&records, 200);
+        assert_eq!(trial, strided(&records, 200));
+        assert!(!trial.is_empty() && !rest.is_empty());
+        assert_eq!(trial.len() + rest.len(), records.len());
+        let is_in =
+            |set: &[&[u8]], r: &[u8]| set.iter().any(|t| std::ptr::eq(t.as_ptr(), r.as_ptr()));
+        for r in &records {
+            assert!(is_in(&trial, r) != is_in(&rest, r));
+        }
+        let (all, none) = strided_split(&records, usize::MAX);
+        assert_eq!((all.len(), none.len()), (100, 0));
     }
 }

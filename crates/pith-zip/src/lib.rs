@@ -27,7 +27,8 @@
 //!   a prepared dictionary.
 //! * [`Codec::Global`]: our own codec in the spirit of Terark's PA-Zip: a
 //!   megabytes-large dictionary of raw record bytes sampled from the whole
-//!   input, one set of static Huffman tables shared by every record, and
+//!   input (the parts of them other records copy), one set of static
+//!   Huffman tables shared by every record, and
 //!   each record a stream of literals and matches into the dictionary (at
 //!   offsets predicted from the previous match) or into itself.
 //!

@@ -35,7 +35,9 @@ use std::sync::{Arc, Mutex, Weak};
 
 use pith_enc::le;
 
-use crate::builder::{split_sample, strided, Options, SURVEY_BYTES, TRAINING_BYTES, TRIAL_BYTES};
+use crate::builder::{
+    split_sample, strided, strided_split, Options, SURVEY_BYTES, TRAINING_BYTES, TRIAL_BYTES,
+};
 use crate::error::{Error, Result};
 use crate::global::{self, DictIndex, Effort};
 
@@ -99,7 +101,9 @@ impl Model {
     /// material (at most [`Options::global_dict_bytes`], and at most
     /// `data_bytes / global_dict_divisor`: a dictionary larger than a
     /// sixteenth of the data it serves costs more than it saves),
-    /// odd-numbered ones train the codes and measure the ratio. Data that
+    /// odd-numbered ones are held out: a strided part of them measures the
+    /// ratio, and the rest train the codes and pick which dictionary bytes
+    /// are kept (those some match of theirs copies). Data that
     /// zstd cannot compress at all (see [`PROBE_RATIO`]) gets no
     /// dictionary: it would find nothing, and building and keeping it
     /// costs. Returns the model and its file bytes.
@@ -128,15 +132,18 @@ impl Model {
         };
         let dict = strided(&material, cap).concat();
         let trained_from = records.iter().map(|r| r.len() as u64).sum();
+        // The ratio is measured on records that neither trained the codes
+        // nor chose the dictionary bytes kept.
+        let (trial, rest) = strided_split(&held, trial);
         let mut encoder = global::Encoder::train(
             &dict,
-            &strided(&held, training),
-            &strided(&held, SURVEY_BYTES),
+            &strided(&rest, training),
+            &strided(&rest, SURVEY_BYTES),
             options.global_depth,
             options.threads,
             options.effort,
         );
-        let ratio = ratio_of(&mut encoder, &strided(&held, trial)).unwrap_or(1.0);
+        let ratio = ratio_of(&mut encoder, &trial).unwrap_or(1.0);
         let body = encoder.model_bytes(global::MODEL_DICT_LEVEL)?;
         let index = Arc::downgrade(encoder.index());
         let decoder =

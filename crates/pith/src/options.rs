@@ -64,7 +64,10 @@ pub struct Options {
     /// in memory, so those stay resident however little page cache is left
     /// and a lookup costs at most the reads of its value; default true.
     /// Costs their size in memory (`pith stats` shows the tries' bytes; the
-    /// rest is a few bytes per record). Off, they are read through the file mapping like
+    /// rest is a few bytes per record). With it, an opened segment's file
+    /// mapping is also emptied once the open is done, so the file's pages
+    /// count in memory only as values are read (or `verify` and merges
+    /// read them). Off, they are read through the file mapping like
     /// the values, and the kernel may evict them.
     pub resident_index: bool,
     /// Bits per key of each segment's Bloom filter (0: none); default 10,

@@ -47,8 +47,9 @@
 //!
 //! Cost: the sample is one pass over the values; the drift check encodes
 //! up to 256 KiB (tens of milliseconds); training itself (dictionary
-//! index, three parses of up to 2 MiB, the dictionary's zstd frame) takes
-//! about 0.6 s on two cores for Debian's 50 MB and is rare.
+//! index, three parses of up to 2, 8 and 2 MiB, the dictionary's zstd
+//! frame) takes about 0.4-0.6 s on two cores for Debian's 50 MB and is
+//! rare.
 
 use std::borrow::Cow;
 use std::sync::Arc;

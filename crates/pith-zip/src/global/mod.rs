@@ -240,11 +240,22 @@ fn hot_bytes(dict: &[u8], coverage: &[i32], budget: usize) -> Vec<u8> {
 /// matches copied (`used_bytes`): records of the data outside the survey
 /// copy from the neighbourhood of what the survey copied. Measured with
 /// `pith bench zip` (store and model file together, against keeping the
-/// whole dictionary): on debian-packages 0 kept 15% of the dictionary at
-/// -0.3% size, 32 kept 37% at +0.03%, 64 kept 48% at -0.05%; on 60 MB of
-/// rustdoc 0 kept 24% at +1.7%, 32 kept 37% at +0.3%, 64 kept 43% at
-/// -0.01%.
+/// whole dictionary, the ratio's trial records out of the survey): on
+/// debian-packages 32 keeps 37% of the dictionary at +0.12% size and 64
+/// keeps 48% at -0.03%; on 60 MB of rustdoc 32 keeps 37% at +0.5% and 64
+/// keeps 43% at +0.1%. (With the trial records in the survey, 0 kept 15%
+/// and 24% at -0.3% and +1.7%.) 32: the dictionary is what every reader
+/// keeps in memory.
 const KEEP_AROUND_USED: usize = 32;
+
+/// Whether a survey of `survey` records decides which of a `dict_len`-byte
+/// dictionary's bytes are kept: only one at least as large as the
+/// dictionary (a first model trained on a few KiB keeps its dictionary
+/// whole rather than what a few records happened to copy).
+fn prunes<R: AsRef<[u8]>>(survey: &[R], dict_len: usize) -> bool {
+    let bytes: usize = survey.iter().map(|r| r.as_ref().len()).sum();
+    !survey.is_empty() && bytes >= dict_len
+}
 
 /// The bytes of `dict` that some match copied (`coverage` is a difference
 /// array: its prefix sum at `b` counts the matches that copied byte `b`),
@@ -291,13 +302,13 @@ impl Encoder {
     /// Debian, fast rounds give the same ratio as thorough ones, sooner;
     /// a fast first round, though, picks hot bytes that cost 2% of the
     /// ratio, for 0.3 s less training, so it is always thorough). The
-    /// second round parses `survey` instead (more held-out records, the
-    /// training ones among them; empty: `training`), and the dictionary
-    /// bytes none of its matches copied, beyond [`KEEP_AROUND_USED`] bytes
-    /// of what they did, are dropped before the third: on Debian records
-    /// the dictionary shrinks to 37%, its model file to 46%, and the
-    /// records do not grow (the dictionary is what a reader keeps in
-    /// memory). Each round's parse is split across up to `threads` threads
+    /// second round parses `survey` instead (more records like
+    /// `training`, up to 8 MiB, when it is at least as large as the
+    /// dictionary), and the dictionary bytes none of its matches copied,
+    /// beyond [`KEEP_AROUND_USED`] bytes of what they did, are dropped
+    /// before the third: on Debian records the dictionary shrinks to 37%,
+    /// its model file to 46%, and the records do not grow (the dictionary
+    /// is what a reader keeps in memory). Each round's parse is split across up to `threads` threads
     /// (counts add up, so the result does not depend on the split).
     pub(crate) fn train<R: AsRef<[u8]> + Sync>(
         material: &[u8],
@@ -310,13 +321,16 @@ impl Encoder {
         let mut parser = Parser::new(material, depth, Effort::Thorough);
         let mut prices = Prices::initial();
         let mut lengths = Counts::new().lengths();
-        let parts = threads.clamp(1, training.len().max(1));
         for round in 0..3 {
             let index = parser.index().clone();
             let prices_now = &prices;
             let round_effort = if round >= 1 { effort } else { Effort::Thorough };
-            // Per part: symbol counts, and in rounds 0 and 1 the dictionary
-            // spans copied (to find the hot bytes, then the unused ones).
+            // Round 1 parses the survey when pruning (see below).
+            let prune = round == 1 && prunes(survey, parser.dict().len());
+            let spans_wanted = round == 0 || prune;
+            // Per part: symbol counts, and the dictionary spans copied (in
+            // round 0 to find the hot bytes, in round 1 the unused ones);
+            // 32-bit positions, as the dictionary is at most `MAX_DICT`.
             let parse_part = |part: &[R]| {
                 let mut p = Parser::over(index.clone(), depth, round_effort);
                 let (mut counts, mut spans, mut seqs) = (Counts::new(), Vec::new(), Vec::new());
@@ -324,21 +338,18 @@ impl Encoder {
                     seqs.clear();
                     p.parse(r.as_ref(), prices_now, &mut seqs);
                     counts.add(r.as_ref(), &seqs);
-                    if round <= 1 {
-                        Parser::dict_spans(&seqs, |at, len| spans.push((at, len)));
+                    if spans_wanted {
+                        Parser::dict_spans(&seqs, |at, len| spans.push((at as u32, len as u32)));
                     }
                 }
                 (counts, spans)
             };
-            let records = if round == 1 && !survey.is_empty() {
-                survey
-            } else {
-                training
-            };
+            let records = if prune { survey } else { training };
+            let parts = threads.clamp(1, records.len().max(1));
             let chunk = records.len().div_ceil(parts).max(1);
             let results = on_threads(records.chunks(chunk).collect(), parse_part);
             let mut counts = Counts::new();
-            let mut coverage = if round <= 1 {
+            let mut coverage = if spans_wanted {
                 vec![0i32; parser.dict().len() + 1]
             } else {
                 Vec::new()
@@ -347,7 +358,7 @@ impl Encoder {
                 counts.merge(c);
                 for &(at, len) in spans {
                     coverage[at as usize] += 1;
-                    coverage[(at + len) as usize] -= 1;
+                    coverage[at as usize + len as usize] -= 1;
                 }
             }
             lengths = counts.lengths();
@@ -358,7 +369,7 @@ impl Encoder {
                 let room = MAX_DICT - front.len().min(MAX_DICT);
                 front.extend_from_slice(&dict[..dict.len().min(room)]);
                 parser = Parser::new(&front, depth, effort);
-            } else if round == 1 && !survey.is_empty() {
+            } else if prune {
                 let kept = used_bytes(parser.dict(), &coverage, KEEP_AROUND_USED);
                 parser = Parser::new(&kept, depth, effort);
             }
@@ -633,9 +644,16 @@ mod tests {
             state ^= state << 5;
             state as u8
         }));
+        // A survey larger than the dictionary prunes it; a smaller one
+        // (a first model's few KiB) keeps it whole.
         let held: Vec<Vec<u8>> = (1..40).step_by(2).map(record).collect();
         let held: Vec<&[u8]> = held.iter().map(Vec::as_slice).collect();
-        let mut enc = Encoder::train(&material, &held, &held, DEFAULT_DEPTH, 1, Effort::Fast);
+        let small = Encoder::train(&material, &held, &held, DEFAULT_DEPTH, 1, Effort::Fast);
+        assert!(small.index().dict().len() >= material.len());
+        let survey: Vec<Vec<u8>> = (1..800).step_by(2).map(record).collect();
+        let survey: Vec<&[u8]> = survey.iter().map(Vec::as_slice).collect();
+        assert!(survey.iter().map(|r| r.len()).sum::<usize>() > material.len());
+        let mut enc = Encoder::train(&material, &held, &survey, DEFAULT_DEPTH, 1, Effort::Fast);
         let kept = enc.index().dict().len();
         assert!(kept < 4_000, "{kept} of {} bytes kept", material.len());
         let model = enc.model_bytes(STORE_DICT_LEVEL).unwrap();

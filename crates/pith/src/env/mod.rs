@@ -148,9 +148,10 @@ impl FileBytes {
     }
 
     /// Takes the whole pages inside `range` out of this process's resident
-    /// memory, for bytes the caller has copied and will read from the copy:
-    /// otherwise they count twice (the copy, and the file's pages the copy
-    /// was read through). The bytes stay readable and unchanged: a page
+    /// memory, for bytes the caller has copied and will read from the copy
+    /// (otherwise they count twice: the copy, and the file's pages the copy
+    /// was read through), or has done reading for now (a segment's whole
+    /// file after its open). The bytes stay readable and unchanged: a page
     /// touched again (by `verify`'s checksums, say) is mapped back from the
     /// file. Heap bytes, systems without `madvise`, and ones that refuse
     /// the advice are left as they are.
