@@ -225,18 +225,33 @@ impl<'a> Dense<'a> {
         self.rank(v - self.min)
     }
 
-    /// Appends key `id` to `out`; false if `id >= keys`.
+    /// Key `id` as an integer, if `id < keys`.
     #[inline(always)]
-    pub(crate) fn key_into(&self, id: u64, out: &mut Vec<u8>) -> bool {
+    pub(crate) fn value_at(&self, id: u64) -> Option<u64> {
         if id >= self.keys {
-            return false;
+            return None;
         }
         let o = match &self.present {
             None => id,
             Some(bits) => bits.select1(id as usize) as u64,
         };
-        let v = self.min.wrapping_add(o);
+        Some(self.min.wrapping_add(o))
+    }
+
+    /// Appends the key that integer `v` spells (its `width` low bytes,
+    /// big-endian) to `out`.
+    #[inline(always)]
+    pub(crate) fn push_key(&self, v: u64, out: &mut Vec<u8>) {
         out.extend_from_slice(&v.to_be_bytes()[8 - self.width..]);
+    }
+
+    /// Appends key `id` to `out`; false if `id >= keys`.
+    #[inline(always)]
+    pub(crate) fn key_into(&self, id: u64, out: &mut Vec<u8>) -> bool {
+        let Some(v) = self.value_at(id) else {
+            return false;
+        };
+        self.push_key(v, out);
         true
     }
 

@@ -214,9 +214,7 @@ impl<'a> Trie<'a> {
         if let Some(d) = &self.dense {
             // From the first key at or after `from`, if any.
             walk.dense.clear();
-            walk.key.clear();
-            if self.key_into(self.lower_bound(from), &mut walk.key) {
-                let first = walk.key.iter().fold(0u64, |v, &b| v << 8 | u64::from(b));
+            if let Some(first) = d.value_at(d.lower_bound(from)) {
                 walk.start_dense(first, d.bounds().1);
             }
             return walk;
@@ -399,8 +397,7 @@ impl<R: Borrow<KeyRegex>> RegexWalk<'_, '_, R> {
                     .push(DenseFrame::new(prefix, depth, width, c_lo, c_hi, state));
             } else if re.is_match_at_end(state) {
                 self.key.clear();
-                self.key
-                    .extend_from_slice(&prefix.to_be_bytes()[8 - width..]);
+                d.push_key(prefix, &mut self.key);
                 self.stats.matches += 1;
                 return Some(d.id_of(prefix));
             }

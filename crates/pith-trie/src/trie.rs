@@ -425,7 +425,7 @@ impl<'a> Trie<'a> {
             permutation: self.ids.size_bytes(),
             edges: self.edges.len(),
             compressed_labels: self.labels.symbols().mode() == crate::symbols::Mode::Symbols,
-            dense_keys: self.dense.as_ref().map_or(0, Dense::size_bytes),
+            dense_keys: 0,
         }
     }
 

@@ -202,18 +202,7 @@ pub(crate) fn split_sample<'r>(records: &[&'r [u8]]) -> (Vec<&'r [u8]>, Vec<&'r 
 
 /// At most `budget` bytes of `records`, evenly strided.
 pub(crate) fn strided<'r>(records: &[&'r [u8]], budget: usize) -> Vec<&'r [u8]> {
-    let total: usize = records.iter().map(|r| r.len()).sum();
-    let step = total.div_ceil(budget.max(1)).max(1);
-    let mut out = Vec::new();
-    let mut taken = 0;
-    for r in records.iter().step_by(step) {
-        if taken + r.len() > budget {
-            break;
-        }
-        taken += r.len();
-        out.push(*r);
-    }
-    out
+    strided_split(records, budget).0
 }
 
 /// [`strided`], and the records it did not take (in order): a trial set
@@ -223,16 +212,16 @@ pub(crate) fn strided_split<'r>(
     records: &[&'r [u8]],
     budget: usize,
 ) -> (Vec<&'r [u8]>, Vec<&'r [u8]>) {
-    let taken = strided(records, budget);
-    let mut next = taken.iter().peekable();
-    let mut rest = Vec::with_capacity(records.len() - taken.len());
-    for r in records {
-        // `strided` takes records in order, so each taken one is the next.
-        if next
-            .peek()
-            .is_some_and(|t| std::ptr::eq(t.as_ptr(), r.as_ptr()) && t.len() == r.len())
-        {
-            next.next();
+    let total: usize = records.iter().map(|r| r.len()).sum();
+    let step = total.div_ceil(budget.max(1)).max(1);
+    let (mut taken, mut rest) = (Vec::new(), Vec::new());
+    let (mut bytes, mut full) = (0, false);
+    for (i, r) in records.iter().enumerate() {
+        // Every `step`-th record until the next would pass the budget.
+        full = full || (i % step == 0 && bytes + r.len() > budget);
+        if i % step == 0 && !full {
+            bytes += r.len();
+            taken.push(*r);
         } else {
             rest.push(*r);
         }

@@ -199,6 +199,30 @@ pub(crate) struct Encoder {
     seqs: Vec<Seq>,
 }
 
+/// Calls `f(start, end, sum)` for each maximal run `start..end` of bytes
+/// that at least `min` matches copied, `sum` adding up the copies of each
+/// byte in it. `coverage` is a difference array: its prefix sum at `b`
+/// counts the matches that copied byte `b` (so it ends at 0, closing every
+/// run).
+fn copied_runs(coverage: &[i32], min: i64, mut f: impl FnMut(usize, usize, i64)) {
+    let (mut depth, mut start, mut sum) = (0i64, None, 0i64);
+    for (b, &d) in coverage.iter().enumerate() {
+        depth += i64::from(d);
+        match (depth >= min, start) {
+            (true, None) => {
+                start = Some(b);
+                sum = depth;
+            }
+            (true, Some(_)) => sum += depth,
+            (false, Some(s)) => {
+                f(s, b, sum);
+                start = None;
+            }
+            (false, None) => {}
+        }
+    }
+}
+
 /// Most bytes copied to the front of the dictionary.
 const HOT_BYTES: usize = 1 << 20;
 
@@ -207,24 +231,11 @@ const HOT_BYTES: usize = 1 << 20;
 /// counts the training matches that copied byte `b`.
 fn hot_bytes(dict: &[u8], coverage: &[i32], budget: usize) -> Vec<u8> {
     let mut runs = Vec::new();
-    let (mut depth, mut start, mut sum) = (0i64, None, 0i64);
-    for (b, &d) in coverage.iter().enumerate() {
-        depth += i64::from(d);
-        match (depth >= 2, start) {
-            (true, None) => {
-                start = Some(b);
-                sum = depth;
-            }
-            (true, Some(_)) => sum += depth,
-            (false, Some(s)) => {
-                if b - s >= 8 {
-                    runs.push((sum as f64 / (b - s) as f64, s, b));
-                }
-                start = None;
-            }
-            (false, None) => {}
+    copied_runs(coverage, 2, |s, b, sum| {
+        if b - s >= 8 {
+            runs.push((sum as f64 / (b - s) as f64, s, b));
         }
-    }
+    });
     runs.sort_by(|a, b| b.0.total_cmp(&a.0));
     let mut out = Vec::new();
     for (_, s, e) in runs {
@@ -262,21 +273,14 @@ fn prunes<R: AsRef<[u8]>>(survey: &[R], dict_len: usize) -> bool {
 /// each run widened by `margin` bytes on both sides, in their order.
 fn used_bytes(dict: &[u8], coverage: &[i32], margin: usize) -> Vec<u8> {
     let mut keep = vec![false; dict.len()];
-    let mut depth = 0i64;
-    let mut run: Option<usize> = None;
-    for b in 0..=dict.len() {
-        depth += i64::from(coverage.get(b).copied().unwrap_or(0));
-        let used = b < dict.len() && depth > 0;
-        match (used, run) {
-            (true, None) => run = Some(b),
-            (false, Some(start)) => {
-                let (lo, hi) = (start.saturating_sub(margin), (b + margin).min(dict.len()));
-                keep[lo..hi].fill(true);
-                run = None;
-            }
-            _ => {}
-        }
-    }
+    copied_runs(
+        &coverage[..coverage.len().min(dict.len() + 1)],
+        1,
+        |start, end, _| {
+            let (lo, hi) = (start.saturating_sub(margin), (end + margin).min(dict.len()));
+            keep[lo..hi].fill(true);
+        },
+    );
     dict.iter()
         .zip(&keep)
         .filter_map(|(&d, &k)| k.then_some(d))

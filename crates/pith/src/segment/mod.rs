@@ -259,15 +259,12 @@ impl Segment {
             let copy: &'static [u8] = unsafe {
                 std::slice::from_raw_parts(resident.as_ptr().cast::<u8>(), resident.len() * 8)
             };
+            // Reads go to the copy from here on; the file's pages it was
+            // read through leave the mapping at the end of the open.
             for (&at, &i) in starts.iter().zip(&LOOKUP_SECTIONS) {
-                let s = header.sections[i];
-                // Reads go to the copy from here on.
-                map.forget(s.offset as usize..(s.offset + s.len) as usize);
                 sections[i] = &copy[at..at + sections[i].len()];
             }
             if let Some(r) = store_offsets {
-                let base = header.sections[format::STORE].offset as usize;
-                map.forget(base + r.start..base + r.end);
                 let at = starts[LOOKUP_SECTIONS.len()];
                 offsets_copy = Some(&copy[at..at + r.len()]);
             }
@@ -403,12 +400,13 @@ impl Segment {
         }
         if !resident.is_empty() {
             // Lookups read the file only for values from here on. What the
-            // open read (the header, the store's footer, and the
-            // neighbours the kernel maps with them: it maps a large folio
-            // of page cache whole, up to 512 KiB of values around the
-            // footer here) leaves the mapping, so an open segment holds no
-            // file pages until its values are read: 0.5 MB less resident
-            // after `pith serve` loads debian-packages.
+            // open read (the sections copied, so they do not count twice;
+            // the header, the store's footer, and the neighbours the kernel
+            // maps with them: it maps a large folio of page cache whole, up
+            // to 512 KiB of values around the footer here) leaves the
+            // mapping, so an open segment holds no file pages until its
+            // values are read: 0.5 MB less resident after `pith serve`
+            // loads debian-packages.
             map.forget(0..map.len());
         }
         let typical_value = (2 * store.raw_bytes() / header.records.max(1)).min(1 << 16) as usize;
