@@ -28,7 +28,8 @@ included, as `pith bench db` does), then random GETs of loaded keys are
 timed; Redis, which keeps everything in memory, is expected to be killed.
 
 Usage: scripts/bench-serve.py [--keys 1000000] [--size 1000] [--requests 200000]
-                              [--rounds 3] [--io-threads N]
+                              [--rounds 3] [--io-threads N] [--tests set,get,incr,mget]
+                              [--pipelines 1,16]
        scripts/bench-serve.py --data FILE [--memory-limit 64M --copies 8]
 Needs redis-server and redis-benchmark (Debian: redis-server), zstd for a
 compressed --data file, and a release build of pith (built here if
@@ -393,6 +394,9 @@ def main():
                     help="runs of each test per server, the two servers taking turns test by test "
                          "(so both see the machine in the same state); medians are reported")
     ap.add_argument("--io-threads", type=int, help="pith serve's io-threads (default: its own)")
+    ap.add_argument("--tests", default="set,get,incr,mget",
+                    help="comma-separated tests to run, of set, get, incr, mget (default: all)")
+    ap.add_argument("--pipelines", default="1,16", help="comma-separated pipeline depths (default: 1,16)")
     a = ap.parse_args()
     for tool in ["redis-server", "redis-benchmark", "redis-cli"]:
         if not shutil.which(tool):
@@ -430,8 +434,13 @@ def main():
         )
         for name, (proc, port) in servers.items():
             wait_for(port, proc, name)
-        tests = [("SET", ["-t", "set"]), ("GET", ["-t", "get"]), ("INCR", ["-t", "incr"]),
-                 ("MGET (10 keys)", ["MGET"] + ["key:__rand_int__"] * 10)]
+        known = {"set": ("SET", ["-t", "set"]), "get": ("GET", ["-t", "get"]), "incr": ("INCR", ["-t", "incr"]),
+                 "mget": ("MGET (10 keys)", ["MGET"] + ["key:__rand_int__"] * 10)}
+        unknown = [t for t in a.tests.split(",") if t not in known]
+        if unknown:
+            sys.exit(f"unknown test {unknown[0]!r}: choose from {', '.join(known)}")
+        tests = [known[t] for t in a.tests.split(",")]
+        pipelines = [int(p) for p in a.pipelines.split(",")]
         runs = {}
         memory = {}
         for name, (proc, port) in servers.items():
@@ -448,7 +457,7 @@ def main():
                                              text=True, check=True).stdout.strip())
             memory[name] = mem
         for r in range(a.rounds):
-            for pipeline in [1, 16]:
+            for pipeline in pipelines:
                 for test, targs in tests:
                     n = a.requests if pipeline == 1 else a.requests * 4
                     order = list(servers.items())

@@ -57,6 +57,10 @@ pub struct ServeArgs {
     /// Most malloc arenas (default 0: glibc's; 1 under a tight memory limit).
     #[arg(long = "pith-malloc-arenas")]
     pith_malloc_arenas: Option<String>,
+    /// How much lower the flush and merge threads' CPU priority is than
+    /// the serving threads', a nice increment 0-19 (default 10).
+    #[arg(long = "pith-background-nice")]
+    pith_background_nice: Option<String>,
     /// Threads that serve connections (default 1; see docs/server.md).
     #[arg(long = "io-threads")]
     io_threads: Option<String>,
@@ -91,6 +95,7 @@ pub fn serve(args: &ServeArgs) -> Result<(), CliError> {
         ("pith-memtable-size", &args.pith_memtable_size),
         ("pith-build-memory", &args.pith_build_memory),
         ("pith-malloc-arenas", &args.pith_malloc_arenas),
+        ("pith-background-nice", &args.pith_background_nice),
         ("io-threads", &args.io_threads),
         ("tls-port", &tls_port),
         ("tls-cert-file", &args.tls_cert_file),

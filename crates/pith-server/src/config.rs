@@ -74,6 +74,11 @@ pub struct Config {
     /// eight per core). Fewer waste less memory to fragmentation and cost
     /// throughput (see `memory.rs`).
     pub malloc_arenas: usize,
+    /// How much lower the engine's flush and merge threads run than the
+    /// threads serving connections, as a nice increment
+    /// (`pith-background-nice`, 0-19; default 10): the serving threads
+    /// run first when the cores are busy, and encoding takes what is left.
+    pub background_nice: u8,
     /// Threads that serve connections (`io-threads`, as in Redis; 1-128;
     /// default 1, as in Redis). With one, the log records of the writes of
     /// every connection served in a turn go to the log in one system call
@@ -109,6 +114,7 @@ impl Default for Config {
             memtable_bytes: 64 << 20,
             build_memory_bytes: 0,
             malloc_arenas: 0,
+            background_nice: 10,
             io_threads: 1,
             tls_port: 0,
             tls_cert_file: None,
@@ -131,6 +137,7 @@ pub const NAMES: &[&str] = &[
     "pith-memtable-size",
     "pith-build-memory",
     "pith-malloc-arenas",
+    "pith-background-nice",
     "io-threads",
     "save",
     "appendonly",
@@ -149,6 +156,7 @@ const AT_START_ONLY: &[&str] = &[
     "pith-memtable-size",
     "pith-build-memory",
     "pith-malloc-arenas",
+    "pith-background-nice",
     "io-threads",
 ];
 
@@ -188,6 +196,7 @@ impl Config {
         pith::Options {
             memtable_bytes: self.memtable_bytes,
             build_memory_bytes: (self.build_memory_bytes > 0).then_some(self.build_memory_bytes),
+            background_nice: self.background_nice,
             ..pith::Options::default()
         }
     }
@@ -239,6 +248,10 @@ impl Config {
             "pith-memtable-size" => self.memtable_bytes = memory(value)?.max(64 << 10),
             "pith-build-memory" => self.build_memory_bytes = memory(value)?,
             "pith-malloc-arenas" => self.malloc_arenas = number(value)? as usize,
+            "pith-background-nice" => match number(value)? {
+                n @ 0..=19 => self.background_nice = n as u8,
+                n => return Err(format!("pith-background-nice is {n}; it must be 0-19")),
+            },
             "io-threads" => match number(value)? {
                 n @ 1..=128 => self.io_threads = n as usize,
                 n => return Err(format!("io-threads must be 1 to 128, not {n}")),
@@ -278,6 +291,7 @@ impl Config {
             "pith-memtable-size" => self.memtable_bytes.to_string(),
             "pith-build-memory" => self.build_memory_bytes.to_string(),
             "pith-malloc-arenas" => self.malloc_arenas.to_string(),
+            "pith-background-nice" => self.background_nice.to_string(),
             "io-threads" => self.io_threads.to_string(),
             "save" => String::new(),
             "appendonly" => "yes".into(),
@@ -353,6 +367,22 @@ mod tests {
         }
         assert_eq!(c.io_threads, 3);
         assert!(c.set_live("io-threads", "2").is_err());
+    }
+
+    #[test]
+    fn background_nice_reaches_the_engine_within_bounds() {
+        let mut c = Config::default();
+        assert_eq!(c.engine_options().background_nice, 10);
+        c.set("pith-background-nice", "0").expect("0");
+        assert_eq!(c.engine_options().background_nice, 0);
+        for bad in ["20", "-1", "x"] {
+            assert!(c.set("pith-background-nice", bad).is_err(), "{bad}");
+        }
+        assert_eq!(c.get("pith-background-nice").as_deref(), Some("0"));
+        assert!(
+            c.set_live("pith-background-nice", "5").is_err(),
+            "fixed at start"
+        );
     }
 
     #[test]

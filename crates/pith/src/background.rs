@@ -176,6 +176,7 @@ fn next_job(inner: &Inner, role: Role) -> Option<Job> {
 
 /// A background thread's body; returns at shutdown.
 pub(crate) fn run(inner: &Inner, role: Role) {
+    crate::priority::lower_this_thread(inner.options.background_nice);
     while let Some(job) = next_job(inner, role) {
         let result = std::panic::catch_unwind(AssertUnwindSafe(|| match job {
             Job::Flush(generation) => flush(inner, &generation),

@@ -132,6 +132,7 @@ mod memtable;
 mod merge;
 mod model_file;
 mod options;
+mod priority;
 mod records;
 mod recovery;
 mod search;

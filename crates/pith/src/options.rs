@@ -59,6 +59,15 @@ pub struct Options {
     /// Threads one segment build encodes values (or trains a model) with,
     /// the building thread included; default: the number of cores.
     pub background_threads: usize,
+    /// How much lower than the opening thread's the CPU priority of the
+    /// flush and merge threads (and the encoders they start) is: a nice
+    /// increment, 0 to 19; default 0 (the same priority). A server whose
+    /// cores also answer requests raises it so that requests run before
+    /// encoding (`pith serve` uses 10): tail latency falls while the
+    /// cores are busy, and background work takes longer then, so writers
+    /// may meet the memtable stall sooner. Linux only (elsewhere a nice
+    /// value is the whole process's, and this is ignored).
+    pub background_nice: u8,
     /// Keep a copy of what a point lookup walks in each segment (its trie,
     /// record tags, history, Bloom filter and the record store's offsets)
     /// in memory, so those stay resident however little page cache is left
@@ -107,6 +116,11 @@ impl Options {
             Some("merge_trigger is 0; it must be positive".to_string())
         } else if self.background_threads == 0 {
             Some("background_threads is 0; it must be positive".to_string())
+        } else if self.background_nice > 19 {
+            Some(format!(
+                "background_nice is {}; it must be at most 19",
+                self.background_nice
+            ))
         } else if self.max_merge_width < 2 {
             Some(format!(
                 "max_merge_width is {}; it must be at least 2",
@@ -170,6 +184,7 @@ impl Default for Options {
             flush_zip,
             merge_zip: pith_zip::Options::default(),
             background_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            background_nice: 0,
             resident_index: true,
             bloom_bits_per_key: 10,
             bulk_chunk_bytes: 256 << 20,
