@@ -17,10 +17,9 @@
 
 use std::io::Write;
 
-use pith_enc::le;
-
+use crate::checksums::GroupSums;
 use crate::error::{Error, Result};
-use crate::format::{Codec, Footer, FLAG_RECORD_CRC};
+use crate::format::{group_flags, Codec, Footer};
 use crate::global::{self, Effort};
 use crate::offsets::write_offsets;
 use crate::zstd_codec::Encoder;
@@ -65,7 +64,9 @@ pub struct Options {
     pub effort: Effort,
     /// Largest sample kept for codec choice and training; default 16 MiB.
     pub sample_bytes: usize,
-    /// Store a crc32c of every decoded record after it; default true.
+    /// Checksum the records, a crc32c per group of consecutive records
+    /// (one record, or up to 64 small ones: `checksums.rs`), checked
+    /// before a record is decoded; default true.
     pub record_checksums: bool,
     /// Threads training a global-codec model may use (the calling one
     /// included); default 1. The model does not depend on it.
@@ -444,9 +445,9 @@ where
         }
     };
     let codec = prepared.codec();
-    // Records that are all empty have nothing to check: a crc32c each
-    // would be the whole store (an index's entries with no value).
-    let checksums = options.record_checksums && first.max_record > 0;
+    // Records that are all empty have nothing to check (an index's
+    // entries with no value).
+    let mut sums = (options.record_checksums && first.max_record > 0).then(GroupSums::new);
 
     // Pass 2: encode and write, checking the input is the same.
     let mut offsets = Vec::with_capacity(first.records as usize + 1);
@@ -456,14 +457,14 @@ where
     let mut second = Fingerprint::default();
     for r in source() {
         let r = r.as_ref();
-        let crc = second.add(r);
+        second.add(r);
         if second.records > first.records || second.max_record > first.max_record {
             return Err(Error::InputChanged);
         }
         buf.clear();
         prepared.encode(r, &mut buf)?;
-        if checksums {
-            le::put_u32(&mut buf, crc);
+        if let Some(sums) = &mut sums {
+            sums.add(&buf);
         }
         pool_crc = crc32c::crc32c_append(pool_crc, &buf);
         out.write_all(&buf)?;
@@ -475,7 +476,7 @@ where
     drop(sample);
     finish_store(
         &mut out,
-        &Tail {
+        Tail {
             codec,
             section: prepared.section(),
             offsets: &offsets,
@@ -483,7 +484,7 @@ where
             max_record: first.max_record,
             raw_bytes: first.raw_bytes,
             pool_crc,
-            checksums,
+            sums,
         },
     )
 }
@@ -500,13 +501,15 @@ pub(crate) struct Tail<'a> {
     pub raw_bytes: u64,
     /// crc32c of the pool written so far (padding not yet).
     pub pool_crc: u32,
-    pub checksums: bool,
+    /// The records' group checksums, if they are checksummed.
+    pub sums: Option<GroupSums>,
 }
 
-/// Pads the pool, writes the section, offsets and footer, and flushes.
+/// Pads the pool, writes the section, offsets (with the group checksums
+/// after them) and footer, and flushes.
 pub(crate) fn finish_store<W: Write>(
     out: &mut CountingWriter<W>,
-    tail: &Tail<'_>,
+    tail: Tail<'_>,
 ) -> Result<BuildStats> {
     let pool_len = out.written;
     let padding = &[0u8; 8][..(pool_len.next_multiple_of(8) - pool_len) as usize];
@@ -517,6 +520,11 @@ pub(crate) fn finish_store<W: Write>(
     meta.resize(section.len().next_multiple_of(8), 0);
     let mut words = Vec::new();
     write_offsets(&mut words, tail.offsets);
+    let group_log2 = tail.sums.map(|sums| {
+        let (log2, sum_words) = sums.finish();
+        words.extend_from_slice(&sum_words);
+        log2
+    });
     meta.extend_from_slice(bytemuck::cast_slice(&words));
     out.write_all(&meta)?;
     let footer = Footer {
@@ -529,7 +537,7 @@ pub(crate) fn finish_store<W: Write>(
         raw_bytes: tail.raw_bytes,
         pool_crc,
         meta_crc: crc32c::crc32c(&meta),
-        flags: if tail.checksums { FLAG_RECORD_CRC } else { 0 },
+        flags: group_flags(group_log2),
     };
     out.write_all(&footer.encode())?;
     out.inner.flush()?;
@@ -554,14 +562,13 @@ struct Fingerprint {
 }
 
 impl Fingerprint {
-    /// Adds a record; returns its crc32c.
-    fn add(&mut self, r: &[u8]) -> u32 {
+    /// Adds a record.
+    fn add(&mut self, r: &[u8]) {
         let crc = crc32c::crc32c(r);
         self.records += 1;
         self.raw_bytes += r.len() as u64;
         self.max_record = self.max_record.max(r.len() as u64);
         self.crcs = crc32c::crc32c_append(self.crcs, &crc.to_le_bytes());
-        crc
     }
 }
 

@@ -16,10 +16,10 @@ pub enum Error {
     BadMagic,
     /// The format version is not one this build reads.
     #[error(
-        "unsupported record store version {found} (this build reads {expected}); upgrade pith-zip"
+        "unsupported record store version {found} (this build reads 1 to {expected}); upgrade pith-zip"
     )]
     UnsupportedVersion {
-        /// Version this build reads.
+        /// Newest version this build reads.
         expected: u32,
         /// Version found.
         found: u32,

@@ -5,14 +5,20 @@
 //!
 //! footer:
 //! 0   magic "PITHZIP\0"              48  largest decoded record, u64
-//! 8   version u32 = 1                56  total decoded bytes, u64
+//! 8   version u32 = 1 or 2           56  total decoded bytes, u64
 //! 12  codec u32 (0 plain, 1 zstd,   64  crc32c of the padded pool, u32
 //!       2 global, 3 shared)
 //! 16  records u64                    68  crc32c of padded dictionary + offsets, u32
-//! 24  pool length u64                72  flags u32, bit 0: per-record crc32c
+//! 24  pool length u64                72  flags u32 (below)
 //! 32  dictionary length u64          76  crc32c of footer bytes 0..76, u32
 //! 40  offsets length in bytes u64
 //! ```
+//!
+//! Flags: version 1, bit 0: every record is followed by the crc32c of its
+//! decoded bytes. Version 2, bit 1: records are checksummed in groups of
+//! `2^g` consecutive records, `g` in bits 8..16 (at most 6), the crc32c of
+//! each group's stored bytes after the offsets (`checksums.rs`). Every
+//! other bit is 0. Builders write version 2.
 //!
 //! The footer comes last so the builder can stream records to any writer
 //! and fill in the sizes at the end, as LevelDB tables do.
@@ -24,8 +30,16 @@ use crate::error::{Error, Result};
 /// Footer magic.
 pub const MAGIC: [u8; 8] = *b"PITHZIP\0";
 pub(crate) const FOOTER_BYTES: usize = 80;
-pub(crate) const VERSION: u32 = 1;
+/// The version builders write; readers read it and version 1.
+pub(crate) const VERSION: u32 = 2;
+/// Version 1: a crc32c of the decoded record after each record.
 pub(crate) const FLAG_RECORD_CRC: u32 = 1;
+/// Version 2: a crc32c per group of records, after the offsets.
+pub(crate) const FLAG_GROUP_CRC: u32 = 2;
+/// Version 2: where the log2 of the group size sits in the flags.
+const GROUP_SHIFT: u32 = 8;
+/// The largest log2 of a group size.
+pub(crate) const MAX_GROUP_LOG2: u32 = 6;
 /// The most record bytes one byte of zstd frame may decode to, plus one
 /// per record: zstd's worst case is an RLE block, 4 bytes for 128 KiB.
 pub(crate) const MAX_EXPANSION: u64 = 32_768;
@@ -84,6 +98,12 @@ pub(crate) struct Footer {
     pub(crate) flags: u32,
 }
 
+/// The flags of a version 2 store whose records are checksummed in groups
+/// of `2^log2`, or not at all.
+pub(crate) fn group_flags(group_log2: Option<u32>) -> u32 {
+    group_log2.map_or(0, |g| FLAG_GROUP_CRC | (g << GROUP_SHIFT))
+}
+
 impl Footer {
     pub(crate) fn encode(&self) -> [u8; FOOTER_BYTES] {
         let mut f = [0u8; FOOTER_BYTES];
@@ -130,7 +150,7 @@ impl Footer {
             });
         }
         let version = le::u32_in(f, 8);
-        if version != VERSION {
+        if version != 1 && version != VERSION {
             return Err(Error::UnsupportedVersion {
                 expected: VERSION,
                 found: version,
@@ -143,10 +163,18 @@ impl Footer {
             detail: format!("unknown codec {tag}"),
         })?;
         let flags = le::u32_in(f, 72);
-        if flags & !FLAG_RECORD_CRC != 0 {
+        let known = if version == 1 {
+            flags & !FLAG_RECORD_CRC == 0
+        } else {
+            let log2 = flags >> GROUP_SHIFT;
+            flags & !(FLAG_GROUP_CRC | (0xff << GROUP_SHIFT)) == 0
+                && log2 <= MAX_GROUP_LOG2
+                && (log2 == 0 || flags & FLAG_GROUP_CRC != 0)
+        };
+        if !known {
             return Err(Error::Corrupt {
                 offset: at + 72,
-                detail: "unknown flags".into(),
+                detail: format!("unknown flags {flags:#x} for version {version}"),
             });
         }
         Ok(Footer {
@@ -161,6 +189,17 @@ impl Footer {
             meta_crc: le::u32_in(f, 68),
             flags,
         })
+    }
+
+    /// The log2 of the group size, when records are checksummed in groups.
+    pub(crate) fn group_log2(&self) -> Option<u32> {
+        (self.flags & FLAG_GROUP_CRC != 0).then_some(self.flags >> GROUP_SHIFT)
+    }
+
+    /// True when every record carries the crc32c of its decoded bytes
+    /// (version 1).
+    pub(crate) fn record_crc(&self) -> bool {
+        self.flags & FLAG_RECORD_CRC != 0
     }
 }
 

@@ -44,7 +44,15 @@
 //!   without decoding them ([`Store::encoded`], [`SharedBuilder::push_encoded`]);
 //!   [`Store::open_with_model`] opens such a store.
 //!
-//! The byte layout is in `docs/format.md` ("Record store, version 1").
+//! # Checksums
+//!
+//! Every read is checked: records are checksummed in groups of
+//! consecutive records (one record, or up to 64 small ones; a crc32c of the
+//! group's stored bytes, checked before a record is decoded), so small
+//! records do not each pay 4 bytes (`checksums.rs`).
+//!
+//! The byte layout is in `docs/format.md` ("Record store, versions 1 and
+//! 2").
 
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
@@ -56,6 +64,7 @@ compile_error!(
 
 mod bits;
 mod builder;
+mod checksums;
 mod error;
 mod format;
 // The fuzz entry points are not API: built for this crate's tests, and for

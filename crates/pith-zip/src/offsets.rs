@@ -39,8 +39,9 @@ pub(crate) struct Offsets<'a> {
 }
 
 impl<'a> Offsets<'a> {
-    /// Parses `words` (all of them) as an offsets array.
-    pub(crate) fn read(words: &'a [u64], offset: u64) -> Result<Self> {
+    /// Parses an offsets array at the start of `words`; returns it and the
+    /// number of words it takes (what follows is the caller's).
+    pub(crate) fn read(words: &'a [u64], offset: u64) -> Result<(Self, usize)> {
         let bad = |detail: &str| Error::Corrupt {
             offset,
             detail: detail.to_string(),
@@ -56,14 +57,14 @@ impl<'a> Offsets<'a> {
         }
         let (len, width) = (count as usize, width as u32);
         let nbases = len.div_ceil(SAMPLE);
-        let ndeltas = packed::words_for(len, width).map(|n| n + 1);
-        if ndeltas.is_none() || ndeltas != rest.len().checked_sub(nbases) {
-            return Err(bad("offsets: section size disagrees with count and width"));
-        }
-        let (bases, deltas) = rest.split_at(nbases);
-        let deltas = Packed::new(deltas, len, width)
-            .ok_or_else(|| bad("offsets: section size disagrees with count and width"))?;
-        Ok(Offsets { bases, deltas })
+        let short = || bad("offsets: section size disagrees with count and width");
+        let ndeltas = packed::words_for(len, width)
+            .map(|n| n + 1)
+            .filter(|&n| rest.len().checked_sub(nbases).is_some_and(|left| n <= left))
+            .ok_or_else(short)?;
+        let (bases, rest) = rest.split_at(nbases);
+        let deltas = Packed::new(&rest[..ndeltas], len, width).ok_or_else(short)?;
+        Ok((Offsets { bases, deltas }, 2 + nbases + ndeltas))
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -88,7 +89,8 @@ mod tests {
             values.sort_unstable();
             let mut out = Vec::new();
             write_offsets(&mut out, &values);
-            let o = Offsets::read(&out, 0).unwrap();
+            let (o, used) = Offsets::read(&out, 0).unwrap();
+            prop_assert_eq!(used, out.len());
             prop_assert_eq!(o.len(), values.len());
             for (i, &v) in values.iter().enumerate() {
                 prop_assert_eq!(o.get(i), v);

@@ -6,14 +6,18 @@
 //! `id u64 | fingerprint u32 | reserved u32 (0)`, and each record is
 //!
 //! ```text
-//! varint(len << 1 | plain) | payload | crc32c of the decoded record u32 (when checksummed)
+//! varint(len << 1 | plain) | payload
 //! ```
 //!
-//! where `len` is the decoded length and `payload` is the global codec's
-//! encoding, or, when `plain` is set, the record itself: a record the model
-//! does not shrink is stored as it is, so incompressible data costs its
-//! size plus a few bytes. The header makes a record self-describing: a
-//! merge copies it, decoded length and checksum included, without decoding.
+//! (store format version 1 followed it with the crc32c of the decoded
+//! record; version 2 checksums groups of records instead, after the
+//! offsets) where `len` is the decoded length and `payload` is the global
+//! codec's encoding, or, when `plain` is set, the record itself: a record
+//! the model does not shrink is stored as it is, so incompressible data
+//! costs its size plus a byte or two. The header makes a record
+//! self-describing: a merge copies it, decoded length included, without
+//! decoding (the source store checks its group's checksum before handing
+//! it out, and the new store sums it into a group of its own).
 
 use std::io::Write;
 use std::ops::Range;
@@ -23,6 +27,7 @@ use std::sync::Arc;
 use pith_enc::{le, varint};
 
 use crate::builder::{finish_store, BuildStats, CountingWriter, Options, Tail};
+use crate::checksums::GroupSums;
 use crate::error::{Error, Result};
 use crate::format::Codec;
 use crate::global;
@@ -104,11 +109,10 @@ pub struct Encoded<'a> {
     pub(crate) bytes: &'a [u8],
     pub(crate) raw_len: u64,
     pub(crate) model: ModelRef,
-    pub(crate) checksummed: bool,
 }
 
 impl Encoded<'_> {
-    /// Stored bytes, header and checksum included.
+    /// Stored bytes, header included.
     pub fn stored_len(&self) -> usize {
         self.bytes.len()
     }
@@ -142,7 +146,7 @@ pub struct SharedBuilder<W: Write> {
     pool_crc: u32,
     raw_bytes: u64,
     max_record: u64,
-    checksums: bool,
+    sums: Option<GroupSums>,
     buf: Vec<u8>,
     scratch: Vec<u8>,
     copied: u64,
@@ -166,7 +170,7 @@ impl<W: Write> SharedBuilder<W> {
             pool_crc: 0,
             raw_bytes: 0,
             max_record: 0,
-            checksums: options.record_checksums,
+            sums: options.record_checksums.then(GroupSums::new),
             buf: Vec::new(),
             scratch: Vec::new(),
             copied: 0,
@@ -176,13 +180,7 @@ impl<W: Write> SharedBuilder<W> {
     /// Encodes and appends the next record.
     pub fn push(&mut self, record: &[u8]) -> Result<()> {
         self.buf.clear();
-        frame(
-            &mut self.encoder,
-            record,
-            self.checksums,
-            &mut self.scratch,
-            &mut self.buf,
-        );
+        frame(&mut self.encoder, record, &mut self.scratch, &mut self.buf);
         let buf = std::mem::take(&mut self.buf);
         let written = self.append(&buf, record.len() as u64);
         self.buf = buf;
@@ -228,7 +226,6 @@ impl<W: Write> SharedBuilder<W> {
         let chunk_bytes = (total / (threads * CHUNKS_PER_THREAD)).max(MIN_CHUNK);
         let chunks = chunk_bounds(records, chunk_bytes);
         let next = AtomicUsize::new(0);
-        let checksums = self.checksums;
         // Each thread: (chunk index, its framed records, their ends).
         let claim_chunks = |encoder: &mut global::Encoder| {
             let mut done = Vec::new();
@@ -240,7 +237,7 @@ impl<W: Write> SharedBuilder<W> {
                 };
                 let (mut out, mut ends) = (Vec::new(), Vec::new());
                 for r in &records[range.clone()] {
-                    frame(encoder, r.as_ref(), checksums, &mut scratch, &mut out);
+                    frame(encoder, r.as_ref(), &mut scratch, &mut out);
                     ends.push(out.len());
                 }
                 done.push((i, out, ends));
@@ -267,10 +264,9 @@ impl<W: Write> SharedBuilder<W> {
 
     /// Appends a record taken from another store as it is stored, without
     /// decoding it. Fails (and appends nothing) when that store used
-    /// another model or other checksum settings: push the decoded record
-    /// then.
+    /// another model: push the decoded record then.
     pub fn push_encoded(&mut self, record: &Encoded<'_>) -> Result<()> {
-        if record.model != self.model.reference() || record.checksummed != self.checksums {
+        if record.model != self.model.reference() {
             return Err(Error::ModelMismatch {
                 expected: self.model.reference(),
                 found: record.model,
@@ -282,6 +278,9 @@ impl<W: Write> SharedBuilder<W> {
 
     fn append(&mut self, stored: &[u8], raw_len: u64) -> Result<()> {
         self.pool_crc = crc32c::crc32c_append(self.pool_crc, stored);
+        if let Some(sums) = &mut self.sums {
+            sums.add(stored);
+        }
         self.out.write_all(stored)?;
         self.offsets.push(self.out.written);
         self.raw_bytes += raw_len;
@@ -306,7 +305,7 @@ impl<W: Write> SharedBuilder<W> {
         let copied = self.copied;
         let stats = finish_store(
             &mut self.out,
-            &Tail {
+            Tail {
                 codec: Codec::Shared,
                 section: &section,
                 offsets: &self.offsets,
@@ -314,7 +313,7 @@ impl<W: Write> SharedBuilder<W> {
                 max_record: self.max_record,
                 raw_bytes: self.raw_bytes,
                 pool_crc: self.pool_crc,
-                checksums: self.checksums,
+                sums: self.sums.take(),
             },
         )?;
         Ok(BuildStats { copied, ..stats })
@@ -339,23 +338,14 @@ pub(crate) fn chunk_bounds<R: AsRef<[u8]>>(records: &[R], chunk_bytes: usize) ->
     chunks
 }
 
-/// Appends `record` to `out` as a store keeps it: header, payload (the
-/// encoding, or the record when that is no smaller), checksum.
-fn frame(
-    encoder: &mut global::Encoder,
-    record: &[u8],
-    checksums: bool,
-    scratch: &mut Vec<u8>,
-    out: &mut Vec<u8>,
-) {
+/// Appends `record` to `out` as a store keeps it: header, then payload
+/// (the encoding, or the record when that is no smaller).
+fn frame(encoder: &mut global::Encoder, record: &[u8], scratch: &mut Vec<u8>, out: &mut Vec<u8>) {
     scratch.clear();
     encoder.encode(record, scratch);
     let plain = scratch.len() >= record.len();
     varint::put(out, ((record.len() as u64) << 1) | u64::from(plain));
     out.extend_from_slice(if plain { record } else { scratch });
-    if checksums {
-        le::put_u32(out, crc32c::crc32c(record));
-    }
 }
 
 /// A one-record store whose record is stored as `stored` (any bytes),

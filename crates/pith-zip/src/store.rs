@@ -1,11 +1,13 @@
 //! The read side: open a store from bytes and decode records by id.
 //!
 //! [`Store::open`] checks the footer (magic, version, crc32c), that the
-//! sections exactly fill the bytes, the metadata crc32c over the dictionary
-//! and offsets, and that the offsets start at 0, never decrease and end at
-//! the pool length. That is O(records), not O(bytes): the pool is checked
-//! record by record as records are decoded (each carries a crc32c of its
-//! decoded bytes), and [`Store::verify`] checks all of it.
+//! sections exactly fill the bytes, the metadata crc32c over the dictionary,
+//! offsets and group checksums, and that the offsets start at 0, never
+//! decrease and end at the pool length. That is O(records), not O(bytes):
+//! the pool is checked as records are read (version 2: the crc32c of the
+//! stored bytes of the record's group, before it is decoded; version 1:
+//! the crc32c of each decoded record, after), and [`Store::verify`]
+//! checks all of it.
 //!
 //! Thread safety: a `Store` is `Send + Sync`; `get` may be called from many
 //! threads at once (each thread keeps its own zstd context).
@@ -14,8 +16,9 @@ use std::sync::Arc;
 
 use pith_enc::le;
 
+use crate::checksums::{self, Sums};
 use crate::error::{Error, Result};
-use crate::format::{pad8, Codec, Footer, FLAG_RECORD_CRC, FOOTER_BYTES, MAX_EXPANSION};
+use crate::format::{pad8, Codec, Footer, FOOTER_BYTES, MAX_EXPANSION};
 use crate::global;
 use crate::model::{Model, ModelRef};
 use crate::offsets::Offsets;
@@ -37,6 +40,8 @@ pub struct Store<'a> {
     /// The pool with its zero padding, as the pool checksum covers it.
     padded_pool: &'a [u8],
     offsets: Offsets<'a>,
+    /// Version 2's group checksums, if the records are checksummed.
+    sums: Option<Sums<'a>>,
     decoder: Decoder,
     dict_len: usize,
     size: usize,
@@ -144,7 +149,7 @@ impl<'a> Store<'a> {
         // No codec expands a byte of pool into more than its expansion
         // bound; a footer claiming more is corrupt (this bounds what a
         // crafted file can make a reader allocate).
-        let crc_bytes = if f.flags & FLAG_RECORD_CRC != 0 {
+        let crc_bytes = if f.record_crc() {
             f.records.saturating_mul(4)
         } else {
             0
@@ -196,11 +201,25 @@ impl<'a> Store<'a> {
         let words: &[u64] =
             bytemuck::try_cast_slice(offset_bytes).map_err(|_| Error::Misaligned)?;
         let offsets_at = (pool_end as u64) + dict_end;
-        let offsets = Offsets::read(words, offsets_at)?;
+        let (offsets, used) = Offsets::read(words, offsets_at)?;
         let bad = |detail: String| Error::Corrupt {
             offset: offsets_at,
             detail,
         };
+        let sum_words = &words[used..];
+        let want = match f.group_log2() {
+            Some(log2) => checksums::words_for(f.records, log2),
+            None => Some(0),
+        };
+        if want != Some(sum_words.len() as u64) {
+            return Err(bad(format!(
+                "{} words of group checksums for {} records (flags {:#x})",
+                sum_words.len(),
+                f.records,
+                f.flags
+            )));
+        }
+        let sums = f.group_log2().map(|log2| Sums::new(log2, sum_words));
         if offsets.len() as u64 != f.records.saturating_add(1) {
             return Err(bad(format!(
                 "{} offsets for {} records",
@@ -208,7 +227,7 @@ impl<'a> Store<'a> {
                 f.records
             )));
         }
-        let min_len = if f.flags & FLAG_RECORD_CRC != 0 { 4 } else { 0 };
+        let min_len = if f.record_crc() { 4 } else { 0 };
         let mut prev = offsets.get(0);
         if prev != 0 {
             return Err(bad("first offset is not 0".into()));
@@ -256,6 +275,7 @@ impl<'a> Store<'a> {
             pool: &bytes[..f.pool_len as usize],
             padded_pool: &bytes[..pool_end],
             offsets,
+            sums,
             decoder,
             dict_len: dict.len(),
             size: bytes.len(),
@@ -301,7 +321,8 @@ impl<'a> Store<'a> {
         }
     }
 
-    /// Where record `id` is stored: its pool offset and stored bytes.
+    /// Where record `id` is stored: its pool offset and stored bytes,
+    /// once the checksum of its group (version 2) matched them.
     fn extent(&self, id: u64) -> Result<(usize, &'a [u8])> {
         if id >= self.footer.records {
             return Err(Error::IdOutOfRange {
@@ -314,6 +335,27 @@ impl<'a> Store<'a> {
             self.offsets.get(i) as usize,
             self.offsets.get(i + 1) as usize,
         );
+        if let Some(sums) = &self.sums {
+            let group = id >> sums.log2;
+            let first = (group << sums.log2) as usize;
+            let end = ((group + 1) << sums.log2).min(self.footer.records) as usize;
+            let (lo, hi) = (self.offsets.get(first), self.offsets.get(end));
+            let (stored, computed) = (
+                sums.get(group),
+                crc32c::crc32c(&self.pool[lo as usize..hi as usize]),
+            );
+            if stored != computed {
+                // Corrupt, not ChecksumMismatch: it carries the offset, so
+                // callers can name where the bad bytes are.
+                return Err(corrupt_record(
+                    id,
+                    a,
+                    format!(
+                        "checksum mismatch of records {first}..{end} (pool bytes {lo}..{hi}): stored {stored:#010x}, computed {computed:#010x}"
+                    ),
+                ));
+            }
+        }
         Ok((a, &self.pool[a..b]))
     }
 
@@ -323,7 +365,7 @@ impl<'a> Store<'a> {
             return self.get_shared(model, id, out);
         }
         let (a, stored) = self.extent(id)?;
-        let (payload, crc) = if self.footer.flags & FLAG_RECORD_CRC != 0 {
+        let (payload, crc) = if self.footer.record_crc() {
             let (p, c) = stored.split_at(stored.len() - 4);
             (p, le::u32_at(c, 0))
         } else {
@@ -350,8 +392,7 @@ impl<'a> Store<'a> {
     /// stored bytes and parts (header checked, payload not decoded).
     fn framed(&self, id: u64) -> Result<(usize, &'a [u8], shared::Framed<'a>)> {
         let (at, stored) = self.extent(id)?;
-        let checksummed = self.footer.flags & FLAG_RECORD_CRC != 0;
-        let r = shared::unframe(stored, checksummed, self.footer.max_record)
+        let r = shared::unframe(stored, self.footer.record_crc(), self.footer.max_record)
             .map_err(|detail| corrupt_record(id, at, detail))?;
         Ok((at, stored, r))
     }
@@ -387,18 +428,23 @@ impl<'a> Store<'a> {
 
     /// The stored bytes of record `id`, to copy into a store built with
     /// the same model ([`crate::SharedBuilder::push_encoded`]); `None`
-    /// when this store is not encoded with a shared model. The header is
-    /// checked; the payload is not decoded (its checksum travels with it).
+    /// when this store is not encoded with a shared model, or is of
+    /// version 1 (whose records carry a checksum of their decoded bytes,
+    /// which only decoding can check: decode those to copy them). The
+    /// header and the group's checksum are checked; the payload is not
+    /// decoded.
     pub fn encoded(&self, id: u64) -> Result<Option<Encoded<'a>>> {
         let Decoder::Shared(model) = &self.decoder else {
             return Ok(None);
         };
+        if self.footer.record_crc() {
+            return Ok(None);
+        }
         let (_, bytes, r) = self.framed(id)?;
         Ok(Some(Encoded {
             bytes,
             raw_len: r.len,
             model: model.reference(),
-            checksummed: r.crc.is_some(),
         }))
     }
 
@@ -423,7 +469,8 @@ impl<'a> Store<'a> {
         Ok(())
     }
 
-    /// Checks every byte: the pool checksum and every record's own.
+    /// Checks every byte: the pool checksum, every record's (or group's)
+    /// own, and that the records decode to the footer's totals.
     pub fn verify(&self) -> Result<()> {
         let computed = crc32c::crc32c(self.padded_pool);
         if computed != self.footer.pool_crc {
