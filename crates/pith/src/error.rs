@@ -48,7 +48,7 @@ pub enum Error {
         detail: String,
     },
     /// A file was written by a format version this build does not read.
-    #[error("{path}: unsupported format version {found} (this build reads {expected})")]
+    #[error("{path}: unsupported format version {found} (this build reads up to {expected}); a newer build wrote it: open it with that build")]
     UnsupportedVersion {
         /// The file.
         path: PathBuf,
@@ -183,6 +183,12 @@ impl Error {
             pith_zip::Error::Corrupt { offset, detail } => {
                 Error::corrupt(path, base + offset, format!("record store: {detail}"))
             }
+            // A newer build wrote it: not damage, and not to be removed.
+            pith_zip::Error::UnsupportedVersion { expected, found } => Error::UnsupportedVersion {
+                path: path.to_path_buf(),
+                expected,
+                found,
+            },
             other => Error::corrupt(path, base, format!("record store: {other}")),
         }
     }
@@ -194,6 +200,11 @@ impl Error {
                 Error::corrupt(path, base + offset as u64, format!("key trie: {detail}"))
             }
             pith_trie::Error::Regex(r) => Error::Regex(r),
+            pith_trie::Error::UnsupportedVersion { expected, found } => Error::UnsupportedVersion {
+                path: path.to_path_buf(),
+                expected,
+                found,
+            },
             other => Error::corrupt(path, base, format!("key trie: {other}")),
         }
     }

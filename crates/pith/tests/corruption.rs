@@ -187,6 +187,38 @@ fn flip_in_segment_header_is_reported_at_open() {
     }
 }
 
+/// A record store of a version this build does not read (a newer build
+/// wrote it) is not damage: the error says which version and that the
+/// file is not to be thrown away.
+#[test]
+fn a_store_of_a_newer_version_is_refused_by_version() {
+    let (base, _, _) = pristine();
+    let seg = &files(base.path(), "seg")[0];
+    let mut bytes = std::fs::read(seg).expect("read");
+    let u64_at = |b: &[u8], at: usize| u64::from_le_bytes(b[at..at + 8].try_into().expect("8"));
+    // The store is section 1 (its table entry at 56 + 24); its 80-byte
+    // footer ends it: the version at 8, the footer's crc32c at 76.
+    let footer = (u64_at(&bytes, 80) + u64_at(&bytes, 88)) as usize - 80;
+    assert_eq!(&bytes[footer..footer + 8], b"PITHZIP\0");
+    bytes[footer + 8..footer + 12].copy_from_slice(&99u32.to_le_bytes());
+    let crc = crc32c::crc32c(&bytes[footer..footer + 76]);
+    bytes[footer + 76..footer + 80].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(seg, &bytes).expect("write");
+    match DB::open(base.path(), options()) {
+        Err(e @ Error::UnsupportedVersion { found: 99, .. }) => {
+            let text = e.to_string();
+            assert!(
+                text.contains(".seg") && !text.contains("remove the database"),
+                "{text}"
+            );
+        }
+        other => panic!(
+            "expected an unsupported version, got {:?}",
+            other.map(|_| ())
+        ),
+    }
+}
+
 /// Flips one byte at a time at 39 places spread over the first segment's
 /// record store of the pristine database; for each flip after which the
 /// database still opens, calls `check(db, model, segment path, store byte
