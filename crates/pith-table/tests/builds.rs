@@ -195,3 +195,39 @@ fn a_unique_index_the_rows_break_is_removed_and_the_others_built() {
     assert_eq!(t.schema().indexes.len(), 1);
     assert_eq!(t.verify().expect("verify"), 5_001);
 }
+
+/// A non-unique index's family gets no Bloom filter (it is only sought and
+/// scanned); a unique index's keeps one (inserts look their value up), as
+/// does every family of a database opened without tables.
+#[test]
+fn only_unique_indexes_pay_for_a_bloom_filter() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (db, tables) = open(dir.path());
+    let t = tables.create(&with_indexes()).expect("create");
+    let rows = (0..3000).map(|i| Ok((format!("row {i}"), row(i, 0))));
+    t.load(rows, &mut |_| {}).expect("load");
+    let filter_bytes = |index: &str| -> u64 {
+        let cf = db
+            .family(&pith_table::index_family("t", index))
+            .expect("family");
+        let s = db.stats_cf(&cf).expect("stats");
+        s.segments.iter().map(|seg| seg.meta_bytes).sum()
+    };
+    let (scanned, unique) = (filter_bytes("by_group"), filter_bytes("by_name"));
+    assert!(
+        unique >= scanned + 3000,
+        "10 bits a key make 3,750 bytes of filter: unique {unique}, non-unique {scanned}"
+    );
+    // The lookups still answer.
+    let name = Value::Text("name-7-0".into());
+    assert_eq!(
+        t.count("by_name", &Condition::Eq(vec![name]))
+            .expect("count"),
+        1
+    );
+    assert_eq!(
+        t.count("by_group", &Condition::Eq(vec![Value::UInt(7)]))
+            .expect("count"),
+        31
+    );
+}

@@ -230,7 +230,7 @@ fn flush(inner: &Inner, generation: &[(u32, Arc<Memtable>)]) -> Result<()> {
             .sample_bytes
             .min(inner.options.memtable_bytes / 4)
             .max(64 << 10);
-        let segment = inner.build_segment(&source, &zip, coding.model.as_ref(), 1)?;
+        let segment = inner.build_segment(*id, &source, &zip, coding.model.as_ref(), 1)?;
         edit.added.extend(segment.map(|s| (*id, s)));
         if coding.trained {
             edit.models.extend(coding.model.map(|m| (*id, m)));
@@ -256,7 +256,7 @@ fn merge(inner: &Inner, id: u32, window: Range<usize>) -> Result<()> {
     let source = MergeSource::new(inputs, inner.snapshot_list(), bottommost, inner.now());
     let model = t.model.clone();
     drop(st);
-    let output = inner.build_segment(&source, &inner.options.merge_zip, model.as_ref(), 1)?;
+    let output = inner.build_segment(id, &source, &inner.options.merge_zip, model.as_ref(), 1)?;
     // The inputs are let go before the edit, so the edit's end (where the
     // last reference to them usually goes) removes their files.
     drop(source);

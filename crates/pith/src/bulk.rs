@@ -223,7 +223,13 @@ fn build_chunk(
         None => coding.insert(training::coding_for(inner, family, &source, builds)?),
     };
     let model = c.model.clone().filter(|_| c.trained);
-    let built = inner.build_segment(&source, &inner.options.merge_zip, c.model.as_ref(), builds);
+    let built = inner.build_segment(
+        family,
+        &source,
+        &inner.options.merge_zip,
+        c.model.as_ref(),
+        builds,
+    );
     let segment = match built {
         Ok(s) => s,
         Err(e) => {

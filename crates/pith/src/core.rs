@@ -33,7 +33,7 @@
 //! Higher modules (write path, background thread, recovery, the `DB`
 //! handle) import this one; it imports none of them.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
@@ -45,7 +45,7 @@ use crate::filename::{self, FileKind};
 use crate::manifest::{FamilyEntry, Manifest, SegmentEntry};
 use crate::memtable::Memtable;
 use crate::model_file::ModelFile;
-use crate::options::Options;
+use crate::options::{FamilyOptions, Options};
 use crate::segment::writer::{write_segment, GroupSource, ValueCoding};
 use crate::segment::Segment;
 use crate::wal::WalWriter;
@@ -234,6 +234,9 @@ pub(crate) struct Inner {
     pub snapshots: Arc<Mutex<BTreeMap<u64, usize>>>,
     pub bg: Mutex<Bg>,
     pub bg_cv: Condvar,
+    /// Options of families that differ from `options`, by family id
+    /// (`DB::set_family_options`).
+    pub family_options: Mutex<HashMap<u32, FamilyOptions>>,
     pub _lock: Option<Box<dyn FileLock>>,
 }
 
@@ -359,6 +362,14 @@ impl Inner {
         }
     }
 
+    /// Bloom bits per key of family `family`'s segments.
+    pub(crate) fn bloom_bits_per_key(&self, family: u32) -> u32 {
+        lock(&self.family_options)
+            .get(&family)
+            .and_then(|o| o.bloom_bits_per_key)
+            .unwrap_or(self.options.bloom_bits_per_key)
+    }
+
     /// Writes a new segment file from `source`, makes its name durable and
     /// opens it; `None` (and no file) when the source yields nothing. The
     /// caller installs it with [`Inner::apply`].
@@ -373,6 +384,7 @@ impl Inner {
     /// the memory budget.
     pub(crate) fn build_segment(
         &self,
+        family: u32,
         source: &dyn GroupSource,
         zip: &pith_zip::Options,
         model: Option<&Arc<ModelFile>>,
@@ -396,7 +408,7 @@ impl Inner {
             number,
             source,
             coding,
-            self.options.bloom_bits_per_key,
+            self.bloom_bits_per_key(family),
         )?
         else {
             return Ok(None);

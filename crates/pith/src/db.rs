@@ -23,7 +23,7 @@ use crate::filename::{self, FileKind};
 use crate::iter::{DbIterator, MemCursor, Scan, Source, VersionCursor};
 use crate::manifest::{DEFAULT_FAMILY_NAME, MAX_FAMILY_NAME};
 use crate::memtable::Memtable;
-use crate::options::{Options, WriteOptions};
+use crate::options::{FamilyOptions, Options, WriteOptions};
 use crate::records::Records;
 use crate::recovery::{self, RecoveryReport};
 use crate::search::{self, MemMatches, Search};
@@ -1095,6 +1095,20 @@ impl DB {
         Ok(ColumnFamily::new(id, name))
     }
 
+    /// Sets the options of family `cf` that differ from the database's
+    /// ([`FamilyOptions`]), for the segments built from now on (flushes,
+    /// merges, bulk loads); until the database closes: they are not
+    /// stored, so set them after each open.
+    pub fn set_family_options(&self, cf: &ColumnFamily, options: FamilyOptions) -> Result<()> {
+        if self.inner.with_state(|st| st.tree(cf.id).is_none()) {
+            return Err(Error::NoSuchFamily {
+                name: cf.name.to_string(),
+            });
+        }
+        crate::core::lock(&self.inner.family_options).insert(cf.id, options);
+        Ok(())
+    }
+
     /// Drops column family `cf` and everything in it: its segment files
     /// go once no reader holds them. The default family cannot be dropped.
     /// Its handles (and snapshots' reads of it) fail with
@@ -1115,7 +1129,9 @@ impl DB {
         self.inner.apply(crate::core::Edit {
             drop: Some(cf.id),
             ..Default::default()
-        })
+        })?;
+        crate::core::lock(&self.inner.family_options).remove(&cf.id);
+        Ok(())
     }
 
     /// The live column family named `name`.

@@ -151,7 +151,7 @@ pub use db::{ModelInfo, Snapshot, Stats, VerifyReport, DB};
 pub use error::{Error, Result};
 pub use family::ColumnFamily;
 pub use iter::{DbIterator, Scan, ScanKeys};
-pub use options::{Options, WriteOptions};
+pub use options::{FamilyOptions, Options, WriteOptions};
 /// Record-store options (`pith-zip`'s), the type of [`Options::flush_zip`]
 /// and [`Options::merge_zip`].
 pub use pith_zip::Options as ZipOptions;

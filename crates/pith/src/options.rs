@@ -104,6 +104,35 @@ pub struct Options {
     pub clock: Arc<dyn Clock>,
 }
 
+/// Options of one column family that differ from the database's
+/// ([`crate::DB::set_family_options`]; RocksDB's per-family options). They
+/// are not stored: set them again after each open (as a table layer does
+/// for its families). What a segment was built with is recorded in it, so
+/// segments built under other options read the same.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FamilyOptions {
+    /// Bits per key of the family's Bloom filters, instead of
+    /// [`Options::bloom_bits_per_key`]; `Some(0)`: none. A filter only
+    /// answers point reads ([`crate::DB::get_cf`]): a family read only by
+    /// seeks and scans (a non-unique index, whose keys end in the row's
+    /// key) saves its size, about 1.2 bytes a key at 10 bits.
+    pub bloom_bits_per_key: Option<u32>,
+}
+
+impl FamilyOptions {
+    /// Options that change nothing.
+    pub fn new() -> Self {
+        FamilyOptions::default()
+    }
+
+    /// With `bits` Bloom bits per key (0: no filter).
+    pub fn bloom_bits_per_key(mut self, bits: u32) -> Self {
+        self.bloom_bits_per_key = Some(bits);
+        self
+    }
+}
+
 impl Options {
     /// Checks the options a database cannot run with; the error names the
     /// first option at fault and its value.

@@ -34,7 +34,7 @@
 //! newest log may end in a record a writer is still appending, which it
 //! leaves out (and reports as torn, without renaming anything).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Condvar, Mutex, RwLock};
@@ -146,6 +146,7 @@ pub(crate) fn open(
         snapshots: Arc::new(Mutex::new(BTreeMap::new())),
         bg: Mutex::new(Bg::default()),
         bg_cv: Condvar::new(),
+        family_options: Mutex::new(HashMap::new()),
         _lock: lock,
     });
     Ok((inner, view.report))

@@ -773,3 +773,51 @@ fn range_counts_agree_with_scans_settled_or_not() {
     db.compact().expect("compact");
     check(&db, None);
 }
+
+/// A family's own Bloom setting: its segments get no filter (smaller by
+/// the filter, about 1.2 bytes a key), point reads still find every key,
+/// and the other families keep theirs; a dropped family's handle is
+/// refused.
+#[test]
+fn family_options_set_the_bloom_filter_per_family() {
+    let fs = MemFs::new();
+    let db = open(&fs);
+    let (with, without) = (
+        db.create_family("with").expect("create"),
+        db.create_family("without").expect("create"),
+    );
+    db.set_family_options(&without, pith::FamilyOptions::new().bloom_bits_per_key(0))
+        .expect("options");
+    let keys: Vec<String> = (0..2000)
+        .map(|i| format!("key{i:06}-{}", i * 7919 % 1000))
+        .collect();
+    for cf in [&with, &without] {
+        let mut b = WriteBatch::new();
+        for k in &keys {
+            b.put_cf(cf, k, "v");
+        }
+        db.write(WriteOptions::default(), b).expect("write");
+    }
+    db.flush().expect("flush");
+    let meta = |cf: &ColumnFamily| -> u64 {
+        let s = db.stats_cf(cf).expect("stats");
+        assert_eq!(s.segments.len(), 1);
+        s.segments[0].meta_bytes
+    };
+    let (m_with, m_without) = (meta(&with), meta(&without));
+    assert!(
+        m_with >= m_without + 2000,
+        "10 bits a key make 2,500 bytes of filter: {m_with} against {m_without}"
+    );
+    for cf in [&with, &without] {
+        for k in keys.iter().step_by(37) {
+            assert_eq!(db.get_cf(cf, k).expect("get").as_deref(), Some(&b"v"[..]));
+        }
+        assert_eq!(db.get_cf(cf, "absent").expect("get"), None);
+    }
+    db.drop_family(&without).expect("drop");
+    assert!(matches!(
+        db.set_family_options(&without, pith::FamilyOptions::new()),
+        Err(Error::NoSuchFamily { .. })
+    ));
+}
