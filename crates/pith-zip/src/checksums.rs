@@ -12,8 +12,11 @@
 //!
 //! The group size is chosen per store from the average stored length of
 //! all its records: the largest power of two (at most 64) whose group of
-//! records of that length stays within [`GROUP_TARGET_BYTES`]. Records of
-//! a few hundred bytes or more are each a group of one. A store is
+//! records of that length stays within [`GROUP_TARGET_BYTES`], and whose
+//! largest group stays within [`GROUP_MAX_BYTES`] (so a few large records
+//! among many small ones cannot make a small record's read sum megabytes
+//! of neighbours). Records of a few hundred bytes or more are each a group
+//! of one. A store is
 //! streamed to its writer, and the average is known only at the end, so
 //! the builder sums every candidate size at once (seven crc32c runs over
 //! each record's bytes, about 60 ns a small record; a store's first
@@ -34,14 +37,21 @@ use crate::format::MAX_GROUP_LOG2;
 /// large enough that records of 30 bytes share a checksum eight ways.
 pub(crate) const GROUP_TARGET_BYTES: u64 = 256;
 
+/// Most stored bytes any group of more than one record may hold: what the
+/// read of a small record beside a large one sums at worst (about a
+/// microsecond with the CPU's crc32c).
+pub(crate) const GROUP_MAX_BYTES: u64 = 16 << 10;
 /// Candidate group sizes: `2^0 ..= 2^MAX_GROUP_LOG2`.
 const SIZES: usize = MAX_GROUP_LOG2 as usize + 1;
 
 /// The sums of one candidate group size.
 #[derive(Default)]
 struct Level {
-    /// crc32c of the group being summed, so far.
+    /// crc32c and bytes of the group being summed, so far.
     open: u32,
+    open_bytes: u64,
+    /// Bytes of the largest group closed.
+    largest: u64,
     sums: Vec<u32>,
 }
 
@@ -67,15 +77,20 @@ impl GroupSums {
     pub(crate) fn add(&mut self, stored: &[u8]) {
         let own = crc32c::crc32c(stored);
         let i = self.records;
+        let len = stored.len() as u64;
         for (log2, level) in self.levels.iter_mut().enumerate() {
             let mask = (1u64 << log2) - 1;
-            level.open = if i & mask == 0 {
-                own
+            (level.open, level.open_bytes) = if i & mask == 0 {
+                (own, len)
             } else {
-                crc32c::crc32c_append(level.open, stored)
+                (
+                    crc32c::crc32c_append(level.open, stored),
+                    level.open_bytes + len,
+                )
             };
             if i & mask == mask {
                 level.sums.push(level.open);
+                level.largest = level.largest.max(level.open_bytes);
             }
         }
         self.records += 1;
@@ -86,9 +101,20 @@ impl GroupSums {
     pub(crate) fn finish(self) -> (u32, Vec<u64>) {
         let average = (self.bytes / self.records.max(1)).max(1);
         let per_group = (GROUP_TARGET_BYTES / average).max(1);
-        let log2 = per_group.ilog2().min(MAX_GROUP_LOG2);
-        let Level { open, mut sums } = std::mem::take(&mut { self.levels }[log2 as usize]);
-        if self.records % (1 << log2) != 0 {
+        let partial = |log2: u32| self.records % (1 << log2) != 0;
+        let largest = |log2: u32| {
+            let level = &self.levels[log2 as usize];
+            level
+                .largest
+                .max(if partial(log2) { level.open_bytes } else { 0 })
+        };
+        let log2 = (1..=per_group.ilog2().min(MAX_GROUP_LOG2))
+            .rev()
+            .find(|&log2| largest(log2) <= GROUP_MAX_BYTES)
+            .unwrap_or(0);
+        let partial = partial(log2);
+        let Level { open, mut sums, .. } = std::mem::take(&mut { self.levels }[log2 as usize]);
+        if partial {
             sums.push(open);
         }
         let words = sums
@@ -181,7 +207,7 @@ mod tests {
         assert_eq!(GroupSums::new().finish(), (6, vec![]), "no records");
         // The average of all records, not of the first ones, decides.
         let mut sums = GroupSums::new();
-        for len in [1000; 100].into_iter().chain([10; 10_000]) {
+        for len in std::iter::repeat_n(1000, 100).chain(std::iter::repeat_n(10, 10_000)) {
             sums.add(&vec![1u8; len]);
         }
         assert_eq!(
@@ -189,5 +215,31 @@ mod tests {
             3,
             "(100 * 1000 + 10_000 * 10) / 10_100 = 19 bytes: 8 a group"
         );
+        // But no group of several records past 16 KiB: 64 records of
+        // 64 KiB among 200,000 of one byte average 21 bytes (8 a group by
+        // the average), and make every record a group of one.
+        let mut sums = GroupSums::new();
+        let many = |len: usize, n: usize| std::iter::repeat_n(len, n);
+        for len in many(1, 100_000)
+            .chain(many(64 << 10, 64))
+            .chain(many(1, 100_000))
+        {
+            sums.add(&vec![2u8; len]);
+        }
+        assert_eq!(sums.finish().0, 0);
+        // 20 KiB alone: a group of several holding it is too large.
+        let mut sums = GroupSums::new();
+        for len in many(20 << 10, 1).chain(many(4, 100_000)) {
+            sums.add(&vec![3u8; len]);
+        }
+        assert_eq!(sums.finish().0, 0, "a group of 64 would hold 20 KiB");
+        // 8 KiB alone: groups of 2 hold it with room, of 4 too (8 KiB and
+        // 12 bytes), as do groups of 64: the average (4 bytes, plus 8 KiB
+        // over 100,001) allows 64.
+        let mut sums = GroupSums::new();
+        for len in many(8 << 10, 1).chain(many(4, 100_000)) {
+            sums.add(&vec![3u8; len]);
+        }
+        assert_eq!(sums.finish().0, 6);
     }
 }

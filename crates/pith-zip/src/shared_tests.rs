@@ -358,3 +358,35 @@ fn chunks_tile_the_records_in_order() {
     }
     assert!(super::shared::chunk_bounds(&[] as &[Vec<u8>], 8).is_empty());
 }
+
+/// Records no checksum vouches for (a store built without checksums) are
+/// not handed out to be copied as they are: a copy would give them a new
+/// checksum. They are decoded instead, which checks what the decoder can.
+#[test]
+fn records_without_checksums_are_not_copied_as_stored() {
+    let (m, _) = model(5, &packages(200, 1));
+    let records = packages(20, 2);
+    let mut out = Vec::new();
+    let options = Options {
+        record_checksums: false,
+        ..Options::default()
+    };
+    let mut b = SharedBuilder::new(m.clone(), &options, &mut out);
+    for r in &records {
+        b.push(r).expect("push");
+    }
+    b.finish().expect("finish");
+    let words = aligned(&out);
+    let s = Store::open_with_model(view(&words, out.len()), Some(m.clone())).expect("open");
+    let mut got = Vec::new();
+    for (id, r) in records.iter().enumerate() {
+        assert!(s.encoded(id as u64).expect("encoded").is_none());
+        s.get(id as u64, &mut got).expect("get");
+        assert_eq!(&got, r);
+    }
+    // With checksums, the same records are handed out.
+    let bytes = build(&m, &records);
+    let words = aligned(&bytes);
+    let s = Store::open_with_model(view(&words, bytes.len()), Some(m)).expect("open");
+    assert!(s.encoded(0).expect("encoded").is_some());
+}

@@ -345,11 +345,12 @@ impl<'a> Store<'a> {
                 crc32c::crc32c(&self.pool[lo as usize..hi as usize]),
             );
             if stored != computed {
-                // Corrupt, not ChecksumMismatch: it carries the offset, so
-                // callers can name where the bad bytes are.
+                // Corrupt, not ChecksumMismatch: it carries the offset (of
+                // the group: the bad bytes are somewhere in it), so callers
+                // can name where they are.
                 return Err(corrupt_record(
                     id,
-                    a,
+                    lo as usize,
                     format!(
                         "checksum mismatch of records {first}..{end} (pool bytes {lo}..{hi}): stored {stored:#010x}, computed {computed:#010x}"
                     ),
@@ -428,16 +429,17 @@ impl<'a> Store<'a> {
 
     /// The stored bytes of record `id`, to copy into a store built with
     /// the same model ([`crate::SharedBuilder::push_encoded`]); `None`
-    /// when this store is not encoded with a shared model, or is of
-    /// version 1 (whose records carry a checksum of their decoded bytes,
-    /// which only decoding can check: decode those to copy them). The
-    /// header and the group's checksum are checked; the payload is not
-    /// decoded.
+    /// when this store is not encoded with a shared model, or its records
+    /// have no group checksums (version 1, whose checksums cover decoded
+    /// bytes, or a store built without checksums): decode those to copy
+    /// them, so that bytes no checksum vouches for are never given a new
+    /// one. The header and the group's checksum are checked; the payload
+    /// is not decoded.
     pub fn encoded(&self, id: u64) -> Result<Option<Encoded<'a>>> {
         let Decoder::Shared(model) = &self.decoder else {
             return Ok(None);
         };
-        if self.footer.record_crc() {
+        if self.sums.is_none() {
             return Ok(None);
         }
         let (_, bytes, r) = self.framed(id)?;

@@ -48,7 +48,7 @@ pub enum Error {
         detail: String,
     },
     /// A file was written by a format version this build does not read.
-    #[error("{path}: unsupported format version {found} (this build reads up to {expected}); a newer build wrote it: open it with that build")]
+    #[error("{path}: unsupported format version {found} (this build reads up to {expected}){}", newer_build_hint(*.found, *.expected))]
     UnsupportedVersion {
         /// The file.
         path: PathBuf,
@@ -126,6 +126,16 @@ pub enum Error {
 
 /// Result alias for this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What to tell a user whose file has version `found` where this build
+/// reads up to `expected`: a newer build's file is not damage.
+fn newer_build_hint(found: u32, expected: u32) -> &'static str {
+    if found > expected {
+        "; a newer build wrote it: open it with that build, and do not remove it"
+    } else {
+        ""
+    }
+}
 
 impl Error {
     /// An I/O failure on `path` (a full disk becomes [`Error::NoSpace`]).

@@ -83,7 +83,6 @@ fn random_records_among_text_are_stored_plain() {
         let (text_disk, _) = stored(&text, true, shared);
         let (mixed_disk, _) = stored(&mixed, true, shared);
         let noise_raw: u64 = noise.iter().map(|(k, v)| (k.len() + v.len()) as u64).sum();
-        eprintln!("DBG shared {shared} text {text_disk} mixed {mixed_disk}");
         // Mixed in, the text's records may each carry a checksum of their
         // own (4 bytes): a store whose average record is large checks each
         // record alone, where the text alone shares one among several.
