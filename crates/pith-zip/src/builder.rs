@@ -445,9 +445,7 @@ where
         }
     };
     let codec = prepared.codec();
-    // Records that are all empty have nothing to check (an index's
-    // entries with no value).
-    let mut sums = (options.record_checksums && first.max_record > 0).then(GroupSums::new);
+    let mut sums = options.record_checksums.then(GroupSums::new);
 
     // Pass 2: encode and write, checking the input is the same.
     let mut offsets = Vec::with_capacity(first.records as usize + 1);
@@ -502,6 +500,8 @@ pub(crate) struct Tail<'a> {
     /// crc32c of the pool written so far (padding not yet).
     pub pool_crc: u32,
     /// The records' group checksums, if they are checksummed.
+    /// Dropped when every record is empty: nothing to check (an index's
+    /// entries with no value).
     pub sums: Option<GroupSums>,
 }
 
@@ -520,7 +520,8 @@ pub(crate) fn finish_store<W: Write>(
     meta.resize(section.len().next_multiple_of(8), 0);
     let mut words = Vec::new();
     write_offsets(&mut words, tail.offsets);
-    let group_log2 = tail.sums.map(|sums| {
+    let sums = tail.sums.filter(|_| tail.max_record > 0);
+    let group_log2 = sums.map(|sums| {
         let (log2, sum_words) = sums.finish();
         words.extend_from_slice(&sum_words);
         log2

@@ -94,7 +94,7 @@ impl GroupSums {
             }
         }
         self.records += 1;
-        self.bytes += stored.len() as u64;
+        self.bytes += len;
     }
 
     /// The log2 of the group size and the words to store after the offsets.

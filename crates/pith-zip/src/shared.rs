@@ -313,8 +313,7 @@ impl<W: Write> SharedBuilder<W> {
                 max_record: self.max_record,
                 raw_bytes: self.raw_bytes,
                 pool_crc: self.pool_crc,
-                // Records that are all empty have nothing to check.
-                sums: self.sums.take().filter(|_| self.max_record > 0),
+                sums: self.sums.take(),
             },
         )?;
         Ok(BuildStats { copied, ..stats })

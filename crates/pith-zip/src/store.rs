@@ -339,7 +339,11 @@ impl<'a> Store<'a> {
             let group = id >> sums.log2;
             let first = (group << sums.log2) as usize;
             let end = ((group + 1) << sums.log2).min(self.footer.records) as usize;
-            let (lo, hi) = (self.offsets.get(first), self.offsets.get(end));
+            // A group of one is the record's own extent, already read.
+            let (lo, hi) = match sums.log2 {
+                0 => (a as u64, b as u64),
+                _ => (self.offsets.get(first), self.offsets.get(end)),
+            };
             let (stored, computed) = (
                 sums.get(group),
                 crc32c::crc32c(&self.pool[lo as usize..hi as usize]),
