@@ -19,7 +19,8 @@ use std::io::Write;
 
 use crate::checksums::GroupSums;
 use crate::error::{Error, Result};
-use crate::format::{group_flags, Codec, Footer};
+use crate::fixed::{Layout, Survey};
+use crate::format::{group_flags, Codec, Footer, VERSION};
 use crate::global::{self, Effort};
 use crate::offsets::write_offsets;
 use crate::zstd_codec::Encoder;
@@ -30,7 +31,10 @@ pub enum CodecChoice {
     /// Try the codecs on held-out records of the sample and keep the
     /// smallest store (plain unless compression saves at least 10%).
     Auto,
-    /// Force one codec.
+    /// Force one codec. Plain, chosen or forced, becomes
+    /// [`Codec::Fixed`] when every record has one length and some byte
+    /// position is the same in all of them (it stores only the other
+    /// bytes); forcing `Fixed` itself is an error.
     Force(Codec),
 }
 
@@ -315,6 +319,7 @@ pub(crate) const SURVEY_BYTES: usize = 8 << 20;
 /// section.
 enum Prepared {
     Plain,
+    Fixed(Layout),
     Zstd(Encoder, Vec<u8>),
     Global(Box<global::Encoder>, Vec<u8>),
 }
@@ -323,6 +328,7 @@ impl Prepared {
     fn codec(&self) -> Codec {
         match self {
             Prepared::Plain => Codec::Plain,
+            Prepared::Fixed(_) => Codec::Fixed,
             Prepared::Zstd(..) => Codec::ZstdDict,
             Prepared::Global(..) => Codec::Global,
         }
@@ -331,6 +337,7 @@ impl Prepared {
     fn section(&self) -> &[u8] {
         match self {
             Prepared::Plain => &[],
+            Prepared::Fixed(l) => l.section(),
             Prepared::Zstd(_, d) | Prepared::Global(_, d) => d,
         }
     }
@@ -338,6 +345,7 @@ impl Prepared {
     fn encode(&mut self, record: &[u8], out: &mut Vec<u8>) -> Result<()> {
         match self {
             Prepared::Plain => out.extend_from_slice(record),
+            Prepared::Fixed(l) => l.encode(record, out),
             Prepared::Zstd(enc, _) => enc.encode(record, out)?,
             Prepared::Global(enc, _) => enc.encode(record, out),
         }
@@ -391,6 +399,11 @@ fn prepare(
             let model = enc.model_bytes(global::STORE_DICT_LEVEL)?;
             Prepared::Global(Box::new(enc), model)
         }
+        Codec::Fixed => {
+            return Err(Error::Codec(
+                "the fixed codec is chosen from the records, in place of plain".into(),
+            ))
+        }
         Codec::Shared => {
             return Err(Error::Codec(
                 "a shared-model store is built with SharedBuilder and its model".into(),
@@ -415,10 +428,12 @@ where
     // Pass 1: count, measure, fingerprint, sample.
     let mut sample = Sample::new(options.sample_bytes);
     let mut first = Fingerprint::default();
+    let mut survey = Survey::default();
     for r in source() {
         let r = r.as_ref();
         sample.offer(first.records, r);
         first.add(r);
+        survey.add(r);
     }
     let (dict_material, held) = sample.split();
     let mut dict_cap = options.global_dict_bytes.min(global::MAX_DICT);
@@ -444,6 +459,12 @@ where
             best.1
         }
     };
+    // Plain records of one length that share bytes at some positions
+    // store only the others: never larger, and as fast to read.
+    if let (Prepared::Plain, Some(layout)) = (&prepared, survey.layout()) {
+        prepared = Prepared::Fixed(layout);
+    }
+    drop(survey);
     let codec = prepared.codec();
     let mut sums = options.record_checksums.then(GroupSums::new);
 
@@ -529,6 +550,7 @@ pub(crate) fn finish_store<W: Write>(
     meta.extend_from_slice(bytemuck::cast_slice(&words));
     out.write_all(&meta)?;
     let footer = Footer {
+        version: VERSION,
         codec: tail.codec,
         records: tail.records,
         pool_len,

@@ -5,9 +5,9 @@
 //!
 //! footer:
 //! 0   magic "PITHZIP\0"              48  largest decoded record, u64
-//! 8   version u32 = 1 or 2           56  total decoded bytes, u64
+//! 8   version u32 = 1, 2 or 3        56  total decoded bytes, u64
 //! 12  codec u32 (0 plain, 1 zstd,   64  crc32c of the padded pool, u32
-//!       2 global, 3 shared)
+//!       2 global, 3 shared, 4 fixed)
 //! 16  records u64                    68  crc32c of padded dictionary + offsets, u32
 //! 24  pool length u64                72  flags u32 (below)
 //! 32  dictionary length u64          76  crc32c of footer bytes 0..76, u32
@@ -18,7 +18,9 @@
 //! decoded bytes. Version 2, bit 1: records are checksummed in groups of
 //! `2^g` consecutive records, `g` in bits 8..16 (at most 6), the crc32c of
 //! each group's stored bytes after the offsets (`checksums.rs`). Every
-//! other bit is 0. Builders write version 2.
+//! other bit is 0. Version 3 has version 2's flags; its offsets carry a
+//! stride (`offsets.rs`), and it may use the fixed codec (`fixed.rs`).
+//! Builders write version 3.
 //!
 //! The footer comes last so the builder can stream records to any writer
 //! and fill in the sizes at the end, as LevelDB tables do.
@@ -30,8 +32,8 @@ use crate::error::{Error, Result};
 /// Footer magic.
 pub const MAGIC: [u8; 8] = *b"PITHZIP\0";
 pub(crate) const FOOTER_BYTES: usize = 80;
-/// The version builders write; readers read it and version 1.
-pub(crate) const VERSION: u32 = 2;
+/// The version builders write; readers read it and versions 1 and 2.
+pub(crate) const VERSION: u32 = 3;
 /// Version 1: a crc32c of the decoded record after each record.
 pub(crate) const FLAG_RECORD_CRC: u32 = 1;
 /// Version 2: a crc32c per group of records, after the offsets.
@@ -59,6 +61,11 @@ pub enum Codec {
     /// [`crate::Model`] shared by many stores); the dictionary section
     /// holds a reference to it, and each record a small header.
     Shared = 3,
+    /// Records of one length whose bytes at some positions are the same
+    /// in every record: those are held once, in the section, and each
+    /// record stores only its other bytes (random hashes, keys of one
+    /// width). Version 3 on; builders choose it in place of `Plain`.
+    Fixed = 4,
 }
 
 impl Codec {
@@ -68,6 +75,7 @@ impl Codec {
             1 => Some(Codec::ZstdDict),
             2 => Some(Codec::Global),
             3 => Some(Codec::Shared),
+            4 => Some(Codec::Fixed),
             _ => None,
         }
     }
@@ -79,6 +87,7 @@ impl Codec {
             Codec::ZstdDict => "zstd-dict",
             Codec::Global => "global",
             Codec::Shared => "global-shared",
+            Codec::Fixed => "fixed",
         }
     }
 }
@@ -86,6 +95,8 @@ impl Codec {
 /// The decoded footer.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Footer {
+    /// The store's format version (builders write [`VERSION`]).
+    pub(crate) version: u32,
     pub(crate) codec: Codec,
     pub(crate) records: u64,
     pub(crate) pool_len: u64,
@@ -108,7 +119,7 @@ impl Footer {
     pub(crate) fn encode(&self) -> [u8; FOOTER_BYTES] {
         let mut f = [0u8; FOOTER_BYTES];
         f[0..8].copy_from_slice(&MAGIC);
-        f[8..12].copy_from_slice(&VERSION.to_le_bytes());
+        f[8..12].copy_from_slice(&self.version.to_le_bytes());
         f[12..16].copy_from_slice(&(self.codec as u32).to_le_bytes());
         for (at, v) in [
             (16, self.records),
@@ -150,7 +161,7 @@ impl Footer {
             });
         }
         let version = le::u32_in(f, 8);
-        if version != 1 && version != VERSION {
+        if !(1..=VERSION).contains(&version) {
             return Err(Error::UnsupportedVersion {
                 expected: VERSION,
                 found: version,
@@ -158,10 +169,12 @@ impl Footer {
         }
         let at = (bytes.len() - FOOTER_BYTES) as u64;
         let tag = le::u32_in(f, 12);
-        let codec = Codec::from_tag(tag).ok_or_else(|| Error::Corrupt {
-            offset: at + 12,
-            detail: format!("unknown codec {tag}"),
-        })?;
+        let codec = Codec::from_tag(tag)
+            .filter(|&c| c != Codec::Fixed || version >= 3)
+            .ok_or_else(|| Error::Corrupt {
+                offset: at + 12,
+                detail: format!("unknown codec {tag}"),
+            })?;
         let flags = le::u32_in(f, 72);
         let known = if version == 1 {
             flags & !FLAG_RECORD_CRC == 0
@@ -178,6 +191,7 @@ impl Footer {
             });
         }
         Ok(Footer {
+            version,
             codec,
             records: le::u64_in(f, 16),
             pool_len: le::u64_in(f, 24),

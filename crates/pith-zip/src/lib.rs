@@ -22,6 +22,9 @@
 //! # Codecs
 //!
 //! * [`Codec::Plain`]: records as they are (incompressible data).
+//! * [`Codec::Fixed`]: plain records of one length without the byte
+//!   positions that are the same in all of them (held once): written in
+//!   place of plain whenever that is smaller (`fixed.rs`).
 //! * [`Codec::ZstdDict`]: each record a magicless zstd frame against a
 //!   dictionary trained (ZDICT) on a sample of the whole input, decoded with
 //!   a prepared dictionary.
@@ -51,8 +54,8 @@
 //! group's stored bytes, checked before a record is decoded), so small
 //! records do not each pay 4 bytes (`checksums.rs`).
 //!
-//! The byte layout is in `docs/format.md` ("Record store, versions 1 and
-//! 2").
+//! The byte layout is in `docs/format.md` ("Record store, versions 1 to
+//! 3").
 
 #![deny(missing_docs)]
 #![cfg_attr(not(test), deny(clippy::unwrap_used))]
@@ -66,6 +69,7 @@ mod bits;
 mod builder;
 mod checksums;
 mod error;
+mod fixed;
 mod format;
 // The fuzz entry points are not API: built for this crate's tests, and for
 // the cargo-fuzz targets (`fuzz/`) with the `fuzzing` feature.

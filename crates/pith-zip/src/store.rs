@@ -18,6 +18,7 @@ use pith_enc::le;
 
 use crate::checksums::{self, Sums};
 use crate::error::{Error, Result};
+use crate::fixed::Layout;
 use crate::format::{pad8, Codec, Footer, FOOTER_BYTES, MAX_EXPANSION};
 use crate::global;
 use crate::model::{Model, ModelRef};
@@ -28,6 +29,7 @@ use crate::zstd_codec;
 /// How records are decoded.
 enum Decoder {
     Plain,
+    Fixed(Layout),
     Zstd(zstd_codec::Decoder),
     Global(global::Decoder),
     Shared(Arc<Model>),
@@ -157,6 +159,8 @@ impl<'a> Store<'a> {
         let payload_bytes = f.pool_len.saturating_sub(crc_bytes);
         let plausible = match f.codec {
             Codec::Plain => f.raw_bytes == payload_bytes && crc_bytes <= f.pool_len,
+            // Checked against the section once it is read.
+            Codec::Fixed => true,
             _ => {
                 f.raw_bytes
                     <= payload_bytes
@@ -201,7 +205,7 @@ impl<'a> Store<'a> {
         let words: &[u64] =
             bytemuck::try_cast_slice(offset_bytes).map_err(|_| Error::Misaligned)?;
         let offsets_at = (pool_end as u64) + dict_end;
-        let (offsets, used) = Offsets::read(words, offsets_at)?;
+        let (offsets, used) = Offsets::read(words, offsets_at, f.version)?;
         let bad = |detail: String| Error::Corrupt {
             offset: offsets_at,
             detail,
@@ -227,16 +231,46 @@ impl<'a> Store<'a> {
                 f.records
             )));
         }
-        let min_len = if f.record_crc() { 4 } else { 0 };
+        let fixed = match f.codec {
+            Codec::Fixed => Some(
+                Layout::read(dict)
+                    .map_err(|e| corrupt(pool_end as u64, format!("fixed codec: {e}")))?,
+            ),
+            _ => None,
+        };
+        if let Some(l) = &fixed {
+            let sizes = (l.length() as u64)
+                .checked_mul(f.records)
+                .zip((l.stored() as u64).checked_mul(f.records));
+            let max = if f.records == 0 { 0 } else { l.length() as u64 };
+            if sizes != Some((f.raw_bytes, f.pool_len)) || f.max_record != max || f.record_crc() {
+                return Err(corrupt(
+                    body + 48,
+                    format!(
+                        "{} records of {} bytes, {} stored, cannot make {} record bytes (largest {}) from a {}-byte pool",
+                        f.records, l.length(), l.stored(), f.raw_bytes, f.max_record, f.pool_len
+                    ),
+                ));
+            }
+        }
+        // Every extent at least this long, and (fixed codec) at most.
+        let (min_len, max_len) = match (&fixed, f.record_crc()) {
+            (Some(l), _) => (l.stored() as u64, l.stored() as u64),
+            (None, true) => (4, u64::MAX),
+            (None, false) => (0, u64::MAX),
+        };
         let mut prev = offsets.get(0);
         if prev != 0 {
             return Err(bad("first offset is not 0".into()));
         }
         for i in 1..offsets.len() {
             let v = offsets.get(i);
-            if v > f.pool_len || prev.checked_add(min_len).map_or(true, |end| v < end) {
+            if v > f.pool_len
+                || prev.checked_add(min_len).map_or(true, |end| v < end)
+                || v - prev > max_len
+            {
                 return Err(bad(format!(
-                    "record {} has a negative or too short extent",
+                    "record {} has a negative, too short or too long extent",
                     i - 1
                 )));
             }
@@ -247,6 +281,9 @@ impl<'a> Store<'a> {
         }
         let decoder = match f.codec {
             Codec::Plain => Decoder::Plain,
+            Codec::Fixed => Decoder::Fixed(fixed.ok_or_else(|| {
+                corrupt(pool_end as u64, "fixed codec without its section".into())
+            })?),
             Codec::ZstdDict => Decoder::Zstd(zstd_codec::Decoder::new(dict).ok_or_else(|| {
                 corrupt(pool_end as u64, "the zstd dictionary is malformed".into())
             })?),
@@ -382,6 +419,7 @@ impl<'a> Store<'a> {
                 out.extend_from_slice(payload);
                 Ok(())
             }
+            Decoder::Fixed(l) => l.decode(payload, out).map_err(Error::Codec),
             Decoder::Zstd(d) => d.decode(payload, self.footer.max_record, out),
             Decoder::Global(d) => d.decode(payload, self.footer.max_record, out),
             Decoder::Shared(_) => Err(Error::Codec("unreachable: shared records".into())),

@@ -308,14 +308,22 @@ fn huge_claimed_sizes_are_errors() {
 }
 
 /// Rewrites the offsets section of a plain store without record checksums
-/// to `words`, fixing the metadata and footer checksums, and opens it.
-fn with_offsets(pool: &[u8], offsets: &[u64], records: u64, max_record: u64) -> Result<(), Error> {
+/// to `words` (in the layout of store `version`), fixing the metadata and
+/// footer checksums, and opens it.
+fn with_offsets(
+    version: u32,
+    pool: &[u8],
+    offsets: &[u64],
+    records: u64,
+    max_record: u64,
+) -> Result<(), Error> {
     let mut bytes = pool.to_vec();
     bytes.resize(pool.len().next_multiple_of(8), 0);
     let pool_crc = crc32c::crc32c(&bytes);
     let meta: &[u8] = bytemuck::cast_slice(offsets);
     bytes.extend_from_slice(meta);
     let footer = crate::format::Footer {
+        version,
         codec: Codec::Plain,
         records,
         pool_len: pool.len() as u64,
@@ -342,15 +350,31 @@ fn with_offsets(pool: &[u8], offsets: &[u64], records: u64, max_record: u64) -> 
 #[test]
 fn wrapping_offsets_are_rejected() {
     let pool = b"0123456789abcdef";
-    // count, width, bases[1], deltas (64-bit wide) + 1 spare word.
+    // Version 2: count, width, bases[1], deltas (64-bit wide) + 1 spare
+    // word.
     let good = [4, 64, 0, 0, 5, 10, 16, 0];
-    with_offsets(pool, &good, 3, 6).unwrap();
+    with_offsets(2, pool, &good, 3, 6).unwrap();
     for bad in [
         [4, 64, 0, 0, u64::MAX - 1, 10, 16, 0],
         [4, 64, 0, 0, 17, 10, 16, 0],
         [4, 64, 0, 0, 5, 4, 16, 0],
     ] {
-        let err = with_offsets(pool, &bad, 3, 6).unwrap_err();
+        let err = with_offsets(2, pool, &bad, 3, 6).unwrap_err();
+        assert!(matches!(err, Error::Corrupt { .. }), "{bad:?}: {err}");
+    }
+    // Version 3: count, shape, stride, bases[1], deltas + 1 spare word;
+    // a stride that wraps around u64 or overshoots the pool.
+    let good = [4, 64, 2, 0, 0, 3, 6, 10, 0];
+    with_offsets(3, pool, &good, 3, 6).unwrap();
+    let affine = [5, 1 << 8, 4, 0, 0];
+    with_offsets(3, pool, &affine, 4, 4).unwrap();
+    for bad in [
+        vec![4, 64, u64::MAX / 2, 0, 0, 3, 6, 10, 0],
+        vec![4, 64, 7, 0, 0, 3, 6, 10, 0],
+        vec![5, 1 << 8, u64::MAX, 0, 0],
+        vec![5, 1 << 8, 5, 0, 0],
+    ] {
+        let err = with_offsets(3, pool, &bad, 4, 4).unwrap_err();
         assert!(matches!(err, Error::Corrupt { .. }), "{bad:?}: {err}");
     }
 }
