@@ -428,12 +428,20 @@ where
     // Pass 1: count, measure, fingerprint, sample.
     let mut sample = Sample::new(options.sample_bytes);
     let mut first = Fingerprint::default();
-    let mut survey = Survey::default();
+    // Only a store that may end up plain needs to know whether its
+    // records share bytes (the fixed codec replaces plain).
+    let may_be_plain = matches!(
+        options.codec,
+        CodecChoice::Auto | CodecChoice::Force(Codec::Plain)
+    );
+    let mut survey = may_be_plain.then(Survey::default);
     for r in source() {
         let r = r.as_ref();
         sample.offer(first.records, r);
         first.add(r);
-        survey.add(r);
+        if let Some(survey) = &mut survey {
+            survey.add(r);
+        }
     }
     let (dict_material, held) = sample.split();
     let mut dict_cap = options.global_dict_bytes.min(global::MAX_DICT);
@@ -461,8 +469,10 @@ where
     };
     // Plain records of one length that share bytes at some positions
     // store only the others: never larger, and as fast to read.
-    if let (Prepared::Plain, Some(layout)) = (&prepared, survey.layout()) {
-        prepared = Prepared::Fixed(layout);
+    if let Prepared::Plain = prepared {
+        if let Some(layout) = survey.take().and_then(|s| s.layout()) {
+            prepared = Prepared::Fixed(layout);
+        }
     }
     drop(survey);
     let codec = prepared.codec();

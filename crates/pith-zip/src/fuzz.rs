@@ -17,14 +17,16 @@ pub fn open_and_get(data: &[u8]) {
 /// `data` with the footer's pool, metadata and footer checksums set to
 /// what its sections hold, when the footer's sizes place them at all.
 fn with_checksums_repaired(data: &[u8]) -> Option<Vec<u8>> {
-    use pith_enc::le;
-    let footer = data.len().checked_sub(crate::format::FOOTER_BYTES)?;
-    let field = |at: usize| le::u64_at(data, footer + at).and_then(|v| usize::try_from(v).ok());
-    let pool_end = field(24)?.checked_next_multiple_of(8)?;
-    let dict_end = pool_end.checked_add(field(32)?.checked_next_multiple_of(8)?)?;
-    if dict_end.checked_add(field(40)?)? != footer {
+    use crate::format::{pad8, FOOTER_BYTES};
+    let footer = data.len().checked_sub(FOOTER_BYTES)?;
+    let field = |at: usize| pith_enc::le::u64_at(data, footer + at);
+    let pool_end = pad8(field(24)?)?;
+    let dict_end = pool_end.checked_add(pad8(field(32)?)?)?;
+    if dict_end.checked_add(field(40)?)? != footer as u64 {
         return None;
     }
+    // At most `footer`, so it fits.
+    let pool_end = pool_end as usize;
     let mut out = data.to_vec();
     let pool_crc = crc32c::crc32c(&data[..pool_end]);
     let meta_crc = crc32c::crc32c(&data[pool_end..footer]);
@@ -35,9 +37,15 @@ fn with_checksums_repaired(data: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// Copies `bytes` into an 8-byte aligned buffer, as a store is read.
+pub(crate) fn aligned(bytes: &[u8]) -> Vec<u64> {
+    let mut words = vec![0u64; bytes.len().div_ceil(8)];
+    bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..bytes.len()].copy_from_slice(bytes);
+    words
+}
+
 fn open_and_read(data: &[u8]) {
-    let mut words = vec![0u64; data.len().div_ceil(8)];
-    bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..data.len()].copy_from_slice(data);
+    let words = aligned(data);
     let bytes = &bytemuck::cast_slice::<u64, u8>(&words)[..data.len()];
     let Ok(store) = Store::open(bytes) else {
         return;
@@ -80,11 +88,7 @@ pub fn shared_record(data: &[u8]) {
     });
     let Some(model) = model else { return };
     let store = crate::shared::store_with_record(model, data);
-    let words = {
-        let mut w = vec![0u64; store.len().div_ceil(8)];
-        bytemuck::cast_slice_mut::<u64, u8>(&mut w)[..store.len()].copy_from_slice(&store);
-        w
-    };
+    let words = aligned(&store);
     let bytes = &bytemuck::cast_slice::<u64, u8>(&words)[..store.len()];
     let Ok(s) = Store::open_with_model(bytes, Some(model.clone())) else {
         return;
@@ -112,15 +116,10 @@ mod tests {
             .position(|w| w == b"user:")
             .expect("template");
         bad[at] = b'U';
-        let words = |b: &[u8]| {
-            let mut w = vec![0u64; b.len().div_ceil(8)];
-            bytemuck::cast_slice_mut::<u64, u8>(&mut w)[..b.len()].copy_from_slice(b);
-            w
-        };
-        let w = words(&bad);
+        let w = aligned(&bad);
         assert!(Store::open(&bytemuck::cast_slice::<u64, u8>(&w)[..bad.len()]).is_err());
         let fixed = with_checksums_repaired(&bad).expect("placed");
-        let w = words(&fixed);
+        let w = aligned(&fixed);
         let store = Store::open(&bytemuck::cast_slice::<u64, u8>(&w)[..fixed.len()]).expect("open");
         let mut out = Vec::new();
         store.get(7, &mut out).expect("get");

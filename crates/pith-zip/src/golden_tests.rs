@@ -2,42 +2,64 @@
 //! the builder writes, so the spec cannot drift from the code, and the
 //! examples of older versions must still read.
 
-use crate::{build_to_vec, Codec, CodecChoice, Options, Store};
+use std::sync::Arc;
+
+use crate::tests::{aligned, view};
+use crate::{build_to_vec, Codec, CodecChoice, Model, Options, Store};
 
 fn golden(name: &str) -> Vec<u8> {
     pith_enc::golden::block(include_str!("../../../docs/format.md"), name)
 }
 
-#[test]
-fn plain_store_matches_docs() {
-    let records: [&[u8]; 3] = [b"red", b"", b"yellow"];
-    let options = Options {
-        codec: CodecChoice::Force(Codec::Plain),
-        ..Options::default()
-    };
-    let (bytes, _) = build_to_vec(&records, &options).expect("build");
+/// Asserts `bytes` are the docs' block `name`, and that they open (with
+/// `model`, for a shared-model store), read back as `records` and verify.
+fn assert_documented(bytes: &[u8], name: &str, records: &[&[u8]], model: Option<Arc<Model>>) {
     assert_eq!(
         bytes,
-        golden("golden-zip-v3"),
+        golden(name),
         "docs drifted; the builder writes:\n{}",
-        pith_enc::golden::hex(&bytes)
+        pith_enc::golden::hex(bytes)
     );
-    // And the documented bytes read back as the records.
-    let mut aligned = vec![0u64; bytes.len().div_ceil(8)];
-    bytemuck::cast_slice_mut::<u64, u8>(&mut aligned)[..bytes.len()].copy_from_slice(&bytes);
-    let store =
-        Store::open(&bytemuck::cast_slice::<u64, u8>(&aligned)[..bytes.len()]).expect("open");
+    let words = aligned(bytes);
+    let store = Store::open_with_model(view(&words, bytes.len()), model).expect("open");
     let mut out = Vec::new();
     for (id, r) in records.iter().enumerate() {
         store.get(id as u64, &mut out).expect("get");
         assert_eq!(out, *r);
     }
+    store.verify().expect("verify");
+}
+
+/// The store the builder writes of `records` when asked for plain.
+fn asked_for_plain(records: &[&[u8]]) -> (Vec<u8>, Codec) {
+    let options = Options {
+        codec: CodecChoice::Force(Codec::Plain),
+        ..Options::default()
+    };
+    let (bytes, stats) = build_to_vec(records, &options).expect("build");
+    (bytes, stats.codec)
+}
+
+#[test]
+fn plain_store_matches_docs() {
+    let records: [&[u8]; 3] = [b"red", b"", b"yellow"];
+    let (bytes, codec) = asked_for_plain(&records);
+    assert_eq!(codec, Codec::Plain);
+    assert_documented(&bytes, "golden-zip-v3", &records, None);
+}
+
+#[test]
+fn fixed_store_matches_docs() {
+    let records: [&[u8]; 3] = [b"user:001", b"user:002", b"user:013"];
+    let (bytes, codec) = asked_for_plain(&records);
+    assert_eq!(codec, Codec::Fixed);
+    assert_documented(&bytes, "golden-zip-fixed-v3", &records, None);
 }
 
 /// The model every shared-model example uses: trained on no records, so
 /// it is small and the same on every machine.
-fn empty_model() -> (crate::Model, Vec<u8>) {
-    crate::Model::train(7, &[] as &[&[u8]], u64::MAX, &Options::default()).expect("train")
+fn empty_model() -> (Model, Vec<u8>) {
+    Model::train(7, &[] as &[&[u8]], u64::MAX, &Options::default()).expect("train")
 }
 
 #[test]
@@ -50,13 +72,12 @@ fn model_file_header_matches_docs() {
         "docs drifted; the trainer writes:\n{}",
         pith_enc::golden::hex(header)
     );
-    crate::Model::open(&file).expect("the documented model opens");
+    Model::open(&file).expect("the documented model opens");
 }
 
 #[test]
 fn shared_store_matches_docs() {
-    let (model, _) = empty_model();
-    let model = std::sync::Arc::new(model);
+    let model = Arc::new(empty_model().0);
     let records: [&[u8]; 3] = [b"red", b"", b"yellow"];
     let mut bytes = Vec::new();
     let mut b = crate::SharedBuilder::new(model.clone(), &Options::default(), &mut bytes);
@@ -64,60 +85,13 @@ fn shared_store_matches_docs() {
         b.push(r).expect("push");
     }
     b.finish().expect("finish");
-    assert_eq!(
-        bytes,
-        golden("golden-zip-shared-v3"),
-        "docs drifted; the builder writes:\n{}",
-        pith_enc::golden::hex(&bytes)
-    );
-    let mut aligned = vec![0u64; bytes.len().div_ceil(8)];
-    bytemuck::cast_slice_mut::<u64, u8>(&mut aligned)[..bytes.len()].copy_from_slice(&bytes);
-    let view = &bytemuck::cast_slice::<u64, u8>(&aligned)[..bytes.len()];
-    let store = Store::open_with_model(view, Some(model)).expect("open");
-    let mut out = Vec::new();
-    for (id, r) in records.iter().enumerate() {
-        store.get(id as u64, &mut out).expect("get");
-        assert_eq!(out, *r);
-    }
-}
-
-/// `bytes` copied to 8-byte-aligned memory.
-fn aligned(bytes: &[u8]) -> Vec<u64> {
-    let mut words = vec![0u64; bytes.len().div_ceil(8)];
-    bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..bytes.len()].copy_from_slice(bytes);
-    words
-}
-
-#[test]
-fn fixed_store_matches_docs() {
-    let records: [&[u8]; 3] = [b"user:001", b"user:002", b"user:013"];
-    let options = Options {
-        codec: CodecChoice::Force(Codec::Plain),
-        ..Options::default()
-    };
-    let (bytes, stats) = build_to_vec(&records, &options).expect("build");
-    assert_eq!(stats.codec, Codec::Fixed);
-    assert_eq!(
-        bytes,
-        golden("golden-zip-fixed-v3"),
-        "docs drifted; the builder writes:\n{}",
-        pith_enc::golden::hex(&bytes)
-    );
-    let words = aligned(&bytes);
-    let store = Store::open(&bytemuck::cast_slice::<u64, u8>(&words)[..bytes.len()]).expect("open");
-    let mut out = Vec::new();
-    for (id, r) in records.iter().enumerate() {
-        store.get(id as u64, &mut out).expect("get");
-        assert_eq!(out, *r);
-    }
-    store.verify().expect("verify");
+    assert_documented(&bytes, "golden-zip-shared-v3", &records, Some(model));
 }
 
 #[test]
 fn older_versions_examples_still_read() {
     let records: [&[u8]; 3] = [b"red", b"", b"yellow"];
-    let (model, _) = empty_model();
-    let model = std::sync::Arc::new(model);
+    let model = Arc::new(empty_model().0);
     for name in [
         "golden-zip-v2",
         "golden-zip-shared-v2",
@@ -126,8 +100,8 @@ fn older_versions_examples_still_read() {
     ] {
         let bytes = golden(name);
         let words = aligned(&bytes);
-        let view = &bytemuck::cast_slice::<u64, u8>(&words)[..bytes.len()];
-        let store = Store::open_with_model(view, Some(model.clone())).expect(name);
+        let store =
+            Store::open_with_model(view(&words, bytes.len()), Some(model.clone())).expect(name);
         let mut out = Vec::new();
         for (id, r) in records.iter().enumerate() {
             store.get(id as u64, &mut out).expect("get");
@@ -147,8 +121,8 @@ fn older_versions_examples_still_read() {
         let mut bad = bytes.clone();
         bad[1] ^= 0x20;
         let words = aligned(&bad);
-        let view = &bytemuck::cast_slice::<u64, u8>(&words)[..bad.len()];
-        let store = Store::open_with_model(view, Some(model.clone())).expect(name);
+        let store =
+            Store::open_with_model(view(&words, bad.len()), Some(model.clone())).expect(name);
         assert!(store.get(0, &mut out).is_err(), "{name}");
     }
 }

@@ -4,12 +4,7 @@ use proptest::prelude::*;
 
 use crate::{build_to_vec, Codec, CodecChoice, Effort, Error, Options, Store};
 
-/// Copies `bytes` into an 8-byte aligned buffer.
-pub(crate) fn aligned(bytes: &[u8]) -> Vec<u64> {
-    let mut words = vec![0u64; bytes.len().div_ceil(8)];
-    bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..bytes.len()].copy_from_slice(bytes);
-    words
-}
+pub(crate) use crate::fuzz::aligned;
 
 /// The first `len` bytes of `words`.
 pub(crate) fn view(words: &[u64], len: usize) -> &[u8] {
