@@ -174,7 +174,7 @@ fn an_io_error_at_every_call_loses_no_acknowledged_write() {
     // `deterministic_options` (the background threads work only while the
     // caller waits, and a job lets go of everything before it wakes the
     // caller), so "fail call i" means the same call in every run.
-    let mut reordered = 0u64;
+    let mut reordered = Vec::new();
     let mut errors = 0u64;
     for error in [Injected::Eio, Injected::NoSpace] {
         for i in 1..=calls {
@@ -193,20 +193,25 @@ fn an_io_error_at_every_call_loses_no_acknowledged_write() {
             errors += d.summary().failed_ops - before;
             let failed = d.fault().recorded().into_iter().find(|c| c.index == at);
             let failed = failed.expect("the failing call was made");
-            if clean_calls.get((i - 1) as usize).map(site) != Some(site(&failed)) {
-                reordered += 1;
+            let clean = clean_calls.get((i - 1) as usize).map(site);
+            if clean.as_ref() != Some(&site(&failed)) {
+                reordered.push((error, i, clean, site(&failed)));
             }
             failed_sites.insert(site(&failed));
         }
     }
     eprintln!(
-        "I/O errors: {calls} calls in the workload at {} call sites (kind, file); {} calls failed (EIO and ENOSPC each), {errors} surfaced as errors to the caller, sites failed: {}, runs whose failing call differed from the clean run's: {reordered}",
+        "I/O errors: {calls} calls in the workload at {} call sites (kind, file); {} calls failed (EIO and ENOSPC each), {errors} surfaced as errors to the caller, sites failed: {}, runs whose failing call differed from the clean run's: {}",
         sites.len(),
         2 * calls,
-        failed_sites.len()
+        failed_sites.len(),
+        reordered.len()
     );
     assert!(calls > 100, "the workload makes {calls} calls");
-    assert_eq!(reordered, 0, "the workload's calls are deterministic");
+    assert!(
+        reordered.is_empty(),
+        "the workload's calls are deterministic; (error, call, clean run's site, failing run's site): {reordered:?}"
+    );
     assert_eq!(failed_sites, sites, "every call site was failed");
 }
 
