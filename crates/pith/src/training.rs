@@ -97,7 +97,9 @@ enum Reason {
 }
 
 /// Decides how to encode the values of `source` (a flush or a bulk-load
-/// chunk), training a new model when a rule above says so.
+/// chunk), training a new model when a rule above says so; a model's
+/// dictionary is written at zstd level `dict_level` (see
+/// [`pith_zip::Options::model_dict_level`]).
 ///
 /// `builds` is how many builds run at once with this one (see
 /// `Inner::build_segment`): training takes its share of the threads and
@@ -107,6 +109,7 @@ pub(crate) fn coding_for(
     family: u32,
     source: &dyn GroupSource,
     builds: usize,
+    dict_level: i32,
 ) -> Result<Coding> {
     let current = inner.with_state(|st| st.tree(family).and_then(|t| t.model.clone()));
     if !inner.options.shared_models {
@@ -116,9 +119,10 @@ pub(crate) fn coding_for(
             _index: None,
         });
     }
-    let zip = inner
+    let mut zip = inner
         .options
         .within_share_of_budget(&inner.options.merge_zip, builds);
+    zip.model_dict_level = dict_level;
     let (sample, data_bytes) = sample_values(source, zip.sample_bytes)?;
     // The drift check builds the model's matcher index; it is kept for
     // the build that follows.
