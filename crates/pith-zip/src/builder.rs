@@ -75,22 +75,7 @@ pub struct Options {
     /// Threads training a global-codec model may use (the calling one
     /// included); default 1. The model does not depend on it.
     pub threads: usize,
-    /// zstd level of a trained model's dictionary in its file; default
-    /// [`MODEL_DICT_LEVEL`], fast because a flush may wait on its training.
-    /// [`SETTLED_MODEL_DICT_LEVEL`] suits training nobody waits on.
-    pub model_dict_level: i32,
 }
-
-/// Default [`Options::model_dict_level`]. On the Debian table's three
-/// model dictionaries (1.85 MB, zstd 1.5, this VM) level 9 takes 59 ms
-/// for 467 KB.
-pub const MODEL_DICT_LEVEL: i32 = 9;
-
-/// [`Options::model_dict_level`] for a bulk load, which trains once and
-/// whose caller waits for the whole load anyway: on the same dictionaries
-/// level 16 takes 343 ms for 438 KB (6% smaller; level 19 takes 705 ms
-/// for 432 KB).
-pub const SETTLED_MODEL_DICT_LEVEL: i32 = 16;
 
 impl Default for Options {
     fn default() -> Self {
@@ -105,7 +90,6 @@ impl Default for Options {
             sample_bytes: 16 << 20,
             record_checksums: true,
             threads: 1,
-            model_dict_level: MODEL_DICT_LEVEL,
         }
     }
 }

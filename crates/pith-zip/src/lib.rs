@@ -84,10 +84,7 @@ mod store;
 mod threads;
 mod zstd_codec;
 
-pub use builder::{
-    build, build_to_vec, BuildStats, CodecChoice, Options, Sample, MODEL_DICT_LEVEL,
-    SETTLED_MODEL_DICT_LEVEL,
-};
+pub use builder::{build, build_to_vec, BuildStats, CodecChoice, Options, Sample};
 pub use error::{Error, Result};
 pub use format::{Codec, MAGIC};
 pub use global::Effort;

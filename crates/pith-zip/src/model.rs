@@ -144,7 +144,7 @@ impl Model {
             options.effort,
         );
         let ratio = ratio_of(&mut encoder, &trial).unwrap_or(1.0);
-        let body = encoder.model_bytes(options.model_dict_level)?;
+        let body = encoder.model_bytes(global::MODEL_DICT_LEVEL)?;
         let index = Arc::downgrade(encoder.index());
         let decoder =
             global::Decoder::from_parts(encoder.index().dict().to_vec(), encoder.lengths())?;

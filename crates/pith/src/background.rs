@@ -221,7 +221,7 @@ fn flush(inner: &Inner, generation: &[(u32, Arc<Memtable>)]) -> Result<()> {
         }
         let bottommost = inner.with_state(|st| st.tree(*id).is_none_or(|t| t.segments.is_empty()));
         let source = MemSource::new(mem, &snapshots, bottommost, inner.now());
-        let coding = training::coding_for(inner, *id, &source, 1, pith_zip::MODEL_DICT_LEVEL)?;
+        let coding = training::coding_for(inner, *id, &source, 1)?;
         // Without a model, a small memtable gets a proportionally small
         // training sample: dictionary training needs several times its
         // sample in memory, which must not dwarf the memtable it builds.

@@ -220,15 +220,7 @@ fn build_chunk(
     let keys = source.keys();
     let c = match coding {
         Some(c) => c,
-        // A load trains once and its caller waits for all of it: the
-        // model's file is worth the slower, smaller zstd level.
-        None => coding.insert(training::coding_for(
-            inner,
-            family,
-            &source,
-            builds,
-            pith_zip::SETTLED_MODEL_DICT_LEVEL,
-        )?),
+        None => coding.insert(training::coding_for(inner, family, &source, builds)?),
     };
     let model = c.model.clone().filter(|_| c.trained);
     let built = inner.build_segment(

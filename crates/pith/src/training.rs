@@ -97,9 +97,7 @@ enum Reason {
 }
 
 /// Decides how to encode the values of `source` (a flush or a bulk-load
-/// chunk), training a new model when a rule above says so; a model's
-/// dictionary is written at zstd level `dict_level` (see
-/// [`pith_zip::Options::model_dict_level`]).
+/// chunk), training a new model when a rule above says so.
 ///
 /// `builds` is how many builds run at once with this one (see
 /// `Inner::build_segment`): training takes its share of the threads and
@@ -109,7 +107,6 @@ pub(crate) fn coding_for(
     family: u32,
     source: &dyn GroupSource,
     builds: usize,
-    dict_level: i32,
 ) -> Result<Coding> {
     let current = inner.with_state(|st| st.tree(family).and_then(|t| t.model.clone()));
     if !inner.options.shared_models {
@@ -119,10 +116,9 @@ pub(crate) fn coding_for(
             _index: None,
         });
     }
-    let mut zip = inner
+    let zip = inner
         .options
         .within_share_of_budget(&inner.options.merge_zip, builds);
-    zip.model_dict_level = dict_level;
     let (sample, data_bytes) = sample_values(source, zip.sample_bytes)?;
     // The drift check builds the model's matcher index; it is kept for
     // the build that follows.
