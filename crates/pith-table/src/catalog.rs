@@ -283,16 +283,19 @@ impl Tables {
             .iter()
             .map(|i| family(index_family(name, &i.name)))
             .collect::<Result<_>>()?;
-        // A non-unique index is only ever sought and scanned (its keys end
-        // in the row's primary key), never read by exact key: a Bloom
-        // filter would cost its family about 1.2 bytes a row for nothing
-        // (0.24 MB of the Debian table's three). Unique indexes keep
-        // theirs: an insert checks its value is not taken, usually a miss.
-        for (index, cf) in schema.indexes.iter().zip(&indexes) {
-            if !index.unique {
-                self.db
-                    .set_family_options(cf, FamilyOptions::new().bloom_bits_per_key(0))?;
-            }
+        // No index keeps a Bloom filter. A non-unique index is only ever
+        // sought and scanned (its keys end in the row's primary key), never
+        // read by exact key: a filter would cost about 1.2 bytes a row for
+        // nothing. A unique index is read by exact key when an insert
+        // checks its value is free, usually a miss, but the primary key's
+        // check before it is a miss in the default group, which has no
+        // filter either: the trie's own miss is a few hundred nanoseconds.
+        // Measured on the Debian table (20,000 inserts into the loaded
+        // table, 4 alternating runs): 117-120K inserts/s without, 118-130K
+        // with; the filter is 79 KB (0.5% of the table).
+        for cf in &indexes {
+            self.db
+                .set_family_options(cf, FamilyOptions::new().bloom_bits_per_key(0))?;
         }
         Ok(Table {
             db: self.db.clone(),
