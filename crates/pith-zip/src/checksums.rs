@@ -145,6 +145,12 @@ impl<'a> Sums<'a> {
         Sums { log2, words }
     }
 
+    /// Asks the CPU to start loading group `k`'s checksum.
+    #[inline]
+    pub(crate) fn prefetch(&self, k: u64) {
+        crate::global::prefetch(self.words, (k / 2) as usize);
+    }
+
     /// The stored checksum of group `k` (0 past the last).
     #[inline]
     pub(crate) fn get(&self, k: u64) -> u32 {

@@ -22,6 +22,7 @@
 use pith_enc::packed::{self, bits_for, Packed};
 
 use crate::error::{Error, Result};
+use crate::global::prefetch;
 
 const SAMPLE: usize = 64;
 /// `shape` bit: the values are `bases[0] + i * stride`.
@@ -125,6 +126,15 @@ impl<'a> Offsets<'a> {
 
     pub(crate) fn len(&self) -> usize {
         self.deltas.len()
+    }
+
+    /// Asks the CPU to start loading what [`Offsets::get`]`(i)` reads: its
+    /// base and the word its delta starts in.
+    #[inline]
+    pub(crate) fn prefetch(&self, i: usize) {
+        prefetch(self.bases, i >> self.base_shift);
+        let bit = i.saturating_mul(self.deltas.width() as usize);
+        prefetch(self.deltas.words(), bit / 64);
     }
 
     /// Value `i`, for `i < len` (wrapping where crafted bytes would

@@ -400,6 +400,56 @@ impl<'a> Store<'a> {
         Ok((a, &self.pool[a..b]))
     }
 
+    /// The records a read of record `id` checks: its group's (version 2
+    /// and later), or its own.
+    fn group_of(&self, id: u64) -> (usize, usize) {
+        match &self.sums {
+            Some(sums) => {
+                let group = id >> sums.log2;
+                let end = ((group + 1) << sums.log2).min(self.footer.records);
+                ((group << sums.log2) as usize, end as usize)
+            }
+            None => (id as usize, id as usize + 1),
+        }
+    }
+
+    /// Asks the CPU to start loading the offsets a read of record `id`
+    /// looks up first: the first of two steps that let a batch of reads
+    /// overlap their cache misses (see [`Store::prefetch_record`]). A
+    /// hint: nothing is checked, and an id out of range does nothing.
+    pub fn prefetch_offsets(&self, id: u64) {
+        if id < self.footer.records {
+            let (first, end) = self.group_of(id);
+            self.offsets.prefetch(first);
+            self.offsets.prefetch(end);
+        }
+    }
+
+    /// Asks the CPU to start loading the stored bytes a read of record
+    /// `id` checks and decodes, and their group's checksum. Reads the
+    /// offsets, so it waits for them unless [`Store::prefetch_offsets`]
+    /// was called enough earlier. A hint, as that one.
+    pub fn prefetch_record(&self, id: u64) {
+        if id >= self.footer.records {
+            return;
+        }
+        if let Some(sums) = &self.sums {
+            sums.prefetch(id >> sums.log2);
+        }
+        let (first, end) = self.group_of(id);
+        let (lo, hi) = (
+            self.offsets.get(first) as usize,
+            self.offsets.get(end) as usize,
+        );
+        // Crafted offsets may be out of order or past the pool: then this
+        // touches nothing, and the read itself reports them.
+        let mut line = lo & !63;
+        while line < hi.min(self.pool.len()) {
+            crate::global::prefetch(self.pool, line);
+            line += 64;
+        }
+    }
+
     /// Replaces `out` with record `id`, decoding only that record.
     pub fn get(&self, id: u64, out: &mut Vec<u8>) -> Result<()> {
         if let Decoder::Shared(model) = &self.decoder {

@@ -24,6 +24,7 @@ use crate::iter::{DbIterator, MemCursor, Scan, Source, VersionCursor};
 use crate::manifest::{DEFAULT_FAMILY_NAME, MAX_FAMILY_NAME};
 use crate::memtable::Memtable;
 use crate::options::{FamilyOptions, Options, WriteOptions};
+use crate::reads;
 use crate::records::Records;
 use crate::recovery::{self, RecoveryReport};
 use crate::search::{self, MemMatches, Search};
@@ -176,31 +177,6 @@ fn get_in(
     Ok(None)
 }
 
-/// [`get_in`] of a value into `out` (the value replaces its contents,
-/// which are left unspecified when there is none); the deadline when the
-/// key is live. The same walk as `get_in`, which stays separate: routed
-/// through this one, a miss cost about 10 ns more (140 against 130 ns
-/// p50, `pith bench get` on Debian, three alternating runs).
-fn get_into(st: &Tree, key: &[u8], snap: u64, now: u64, out: &mut Vec<u8>) -> Result<Option<u64>> {
-    let live = |tag: u64, deadline: u64| {
-        (tag_kind(tag) == Kind::Put && !expired(deadline, now)).then_some(deadline)
-    };
-    for m in std::iter::once(&st.mem).chain(st.frozen.iter().rev()) {
-        if let Some(v) = m.get(key, snap, now, true) {
-            out.clear();
-            out.extend_from_slice(&v.value);
-            return Ok(live(v.tag, v.deadline));
-        }
-    }
-    let hash = crate::segment::key_hash(key);
-    for s in st.segments.iter().rev() {
-        if let Some((tag, deadline)) = s.get(key, hash, snap, now, Some(&mut *out))? {
-            return Ok(live(tag, deadline));
-        }
-    }
-    Ok(None)
-}
-
 /// The value of each (family, key) of `reads` in `st` at `snap`.
 fn multi_get_in<'a, K: AsRef<[u8]>>(
     st: &State,
@@ -208,13 +184,12 @@ fn multi_get_in<'a, K: AsRef<[u8]>>(
     now: u64,
     reads: impl IntoIterator<Item = (&'a ColumnFamily, K)>,
 ) -> Result<Vec<Option<Vec<u8>>>> {
-    reads
-        .into_iter()
-        .map(|(cf, key)| {
-            let found = get_in(tree(st, cf)?, key.as_ref(), snap, now, true)?;
-            Ok(found.map(|(value, _)| value))
-        })
-        .collect()
+    let mut values = Vec::new();
+    reads::multi_get_with(st, snap, now, reads, |_, v| -> Result<()> {
+        values.push(v.map(<[u8]>::to_vec));
+        Ok(())
+    })?;
+    Ok(values)
 }
 
 /// The trie of `t`'s keys at `snap` when `t` is settled: no memtable
@@ -223,14 +198,7 @@ fn multi_get_in<'a, K: AsRef<[u8]>>(
 /// visible newest version): `Some(None)` when `t` has no segment at all.
 /// `None` when `t` is not settled.
 fn settled(t: &Tree, snap: u64) -> Option<Option<&pith_trie::Trie<'_>>> {
-    if !t.memtables().all(|m| m.is_empty()) {
-        return None;
-    }
-    match t.segments.as_slice() {
-        [] => Some(None),
-        [only] if only.all_keys_live() && only.max_seq() <= snap => Some(Some(only.trie())),
-        _ => None,
-    }
+    reads::settled_segment(t, snap).map(|s| s.map(Segment::trie))
 }
 
 /// The ids of `trie`'s keys in `[from, to)`.
@@ -471,16 +439,10 @@ impl DB {
         &self,
         snapshot: &Snapshot,
         reads: impl IntoIterator<Item = (&'a ColumnFamily, K)>,
-        mut visit: impl FnMut(usize, Option<&[u8]>) -> std::result::Result<(), E>,
+        visit: impl FnMut(usize, Option<&[u8]>) -> std::result::Result<(), E>,
     ) -> std::result::Result<(), E> {
         let st = self.inner.current();
-        let now = self.inner.now();
-        let mut buf = Vec::new();
-        for (i, (cf, key)) in reads.into_iter().enumerate() {
-            let found = get_into(tree(&st, cf)?, key.as_ref(), snapshot.seq, now, &mut buf)?;
-            visit(i, found.map(|_| buf.as_slice()))?;
-        }
-        Ok(())
+        reads::multi_get_with(&st, snapshot.seq, self.inner.now(), reads, visit)
     }
 
     /// [`DB::multi_get_cf`] as of `snapshot`.

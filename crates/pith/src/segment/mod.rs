@@ -526,6 +526,18 @@ impl Segment {
             .map(|r| (self.tag(r), r))
     }
 
+    /// Asks the CPU to start loading the offsets of record `r`
+    /// ([`pith_zip::Store::prefetch_offsets`]).
+    pub(crate) fn prefetch_offsets(&self, r: u64) {
+        self.store.prefetch_offsets(r);
+    }
+
+    /// Asks the CPU to start loading record `r`'s stored bytes
+    /// ([`pith_zip::Store::prefetch_record`]).
+    pub(crate) fn prefetch_record(&self, r: u64) {
+        self.store.prefetch_record(r);
+    }
+
     /// Replaces `out` with record `r`'s value.
     pub(crate) fn value(&self, r: u64, out: &mut Vec<u8>) -> Result<()> {
         self.store
