@@ -214,6 +214,11 @@ fn take_into(b: &mut &[u8], ty: ColumnType, slot: &mut Value) -> Option<()> {
             bytes.clear();
             bytes.extend_from_slice(raw);
         }
+        (ColumnType::FixedBytes(_) | ColumnType::Uuid, Value::Bytes(bytes)) => {
+            let raw = split(b, ty.fixed_width()?)?;
+            bytes.clear();
+            bytes.extend_from_slice(raw);
+        }
         _ => *slot = take(b, ty)?,
     }
     Some(())
@@ -339,6 +344,7 @@ mod tests {
             col("b", ColumnType::Bytes, false),
             col("c", ColumnType::I32, true),
             col("d", ColumnType::String, false),
+            col("e", ColumnType::FixedBytes(3), true),
         ];
         let rows = [
             vec![
@@ -346,31 +352,41 @@ mod tests {
                 Value::Bytes(vec![9; 40]),
                 Value::Int(7),
                 Value::Text("x".into()),
+                Value::Bytes(vec![1, 2, 3]),
             ],
             vec![
                 Value::Null,
                 Value::Bytes(vec![1]),
                 Value::Null,
                 Value::Text("a longer one than before".into()),
+                Value::Bytes(vec![4, 5, 6]),
             ],
             vec![
                 Value::Text("é".into()),
                 Value::Bytes(Vec::new()),
                 Value::Int(-1),
                 Value::Text(String::new()),
+                Value::Null,
+            ],
+            vec![
+                Value::Text("again".into()),
+                Value::Bytes(vec![0; 3]),
+                Value::Int(0),
+                Value::Text("y".into()),
+                Value::Bytes(vec![7, 8, 9]),
             ],
         ];
-        // Output positions: column i at 3 - i, and a fifth slot nobody
+        // Output positions: column i at 4 - i, and a sixth slot nobody
         // writes.
-        let at = |i: usize| Some(3 - i);
-        let mut row = vec![Value::UInt(5); 5];
+        let at = |i: usize| Some(4 - i);
+        let mut row = vec![Value::UInt(5); 6];
         for values in &rows {
             let b = encode(&values.iter().collect::<Vec<_>>(), &cols);
             decode_some_into(&b, &cols, at, &mut row).expect("decodes");
             let fresh = decode(&b, &cols).expect("decodes");
-            let placed: Vec<Value> = (0..4).map(|i| row[3 - i].clone()).collect();
+            let placed: Vec<Value> = (0..5).map(|i| row[4 - i].clone()).collect();
             assert_eq!(placed, fresh);
-            assert_eq!(row[4], Value::UInt(5));
+            assert_eq!(row[5], Value::UInt(5));
             for cut in 0..b.len() {
                 assert_eq!(decode_some_into(&b[..cut], &cols, at, &mut row), None);
             }

@@ -219,7 +219,10 @@ fn indexes_pay_for_no_bloom_filter() {
     let plain = db.create_family("plain").expect("create family");
     let keys = (0..3000).map(|i| Ok::<_, pith::Error>((format!("key {i:05}"), b"v".to_vec())));
     db.try_bulk_load_cf(&plain, keys).expect("bulk load");
-    let (scanned, unique) = (meta_bytes(&index("by_group")), meta_bytes(&index("by_name")));
+    let (scanned, unique) = (
+        meta_bytes(&index("by_group")),
+        meta_bytes(&index("by_name")),
+    );
     let filtered = meta_bytes(&plain);
     // 10 bits a key make 3,750 bytes of filter.
     assert!(
