@@ -173,8 +173,11 @@ impl Table {
         }
         // Rows are read a chunk of entries at a time (one multi-get each,
         // all at the query's snapshot), so a large result is never read
-        // whole and a stop saves the rest.
+        // whole and a stop saves the rest: a chunk's groups are all read
+        // before its first row is handed out. Without a limit the first
+        // chunk is small, for a caller that stops early, and they double.
         const CHUNK: usize = 1024;
+        let mut chunk = q.limit.map_or(64, |l| l.clamp(1, CHUNK));
         let mut pks: Vec<Vec<u8>> = Vec::new();
         let mut go_on = true;
         let mut read_chunk = |pks: &mut Vec<Vec<u8>>| -> Result<bool> {
@@ -203,8 +206,9 @@ impl Table {
             q.reverse,
             &mut |_, pk| {
                 pks.push(pk.to_vec());
-                if pks.len() == CHUNK {
+                if pks.len() == chunk {
                     go_on = read_chunk(&mut pks)?;
+                    chunk = (chunk * 2).min(CHUNK);
                 }
                 Ok(go_on)
             },

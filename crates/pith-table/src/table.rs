@@ -20,6 +20,7 @@
 //! free) to the commit, so unique constraints hold under concurrent
 //! writers; reads take a snapshot and never wait.
 
+use std::ops::Range;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use pith::{ColumnFamily, Snapshot, WriteBatch, WriteOptions, DB};
@@ -632,11 +633,14 @@ impl Table {
     /// The values at `columns` of the rows with primary keys `pks`, as of
     /// `snapshot`, each handed to `visit` with its position in `pks`:
     /// `Some(row)`, or `None` for a row that does not exist, until `visit`
-    /// returns `false`. Each row is built straight from the bytes of the
-    /// groups holding `columns` (other columns of those groups are stepped
-    /// over, not decoded), every read made in one call of the engine, into
-    /// one row buffer reused from row to row (its strings too): a caller
-    /// keeping a row takes its values out.
+    /// returns `false`. Every group value is read first, in one call of the
+    /// engine, group by group: the reads of one family follow each other,
+    /// so its decoder's tables stay in cache (on the Debian table's
+    /// 100-row ranges of every column, 5% less time than row by row). Then
+    /// each row is built straight from those bytes (other columns of the
+    /// groups are stepped over, not decoded) into one row buffer reused
+    /// from row to row (its strings too): a caller keeping a row takes its
+    /// values out. A caller that may stop early hands few `pks` at a time.
     pub(crate) fn rows_each<P: AsRef<[u8]>>(
         &self,
         snapshot: &Snapshot,
@@ -661,63 +665,67 @@ impl Table {
                 first => again.push((first, i)),
             }
         }
-        let mut row = vec![Value::Null; columns.len()];
-        // Whether the row being read exists (its default group was found),
-        // and whether `visit` asked to stop (the chunk's remaining reads
-        // are then let go by).
-        let (mut exists, mut stopped) = (false, false);
-        let reads = pks
+        // The value of group `gi` of row `r` is `found[r * groups + gi]`,
+        // bytes of `values`.
+        let (rows, width) = (pks.len(), groups.len());
+        let mut values = Vec::new();
+        let mut found: Vec<Option<Range<usize>>> = vec![None; rows * width];
+        let reads = groups
             .iter()
-            .flat_map(|pk| groups.iter().map(move |&g| (&self.groups[g], pk.as_ref())));
-        self.db.multi_get_cf_at_with(
-            snapshot,
-            reads,
-            |n: usize, bytes: Option<&[u8]>| -> Result<()> {
-                let (r, gi) = (n / groups.len(), n % groups.len());
-                if stopped {
-                    return Ok(());
+            .flat_map(|&g| pks.iter().map(move |pk| (&self.groups[g], pk.as_ref())));
+        self.db
+            .multi_get_cf_at_with(snapshot, reads, |n, bytes| -> Result<()> {
+                if let Some(bytes) = bytes {
+                    let start = values.len();
+                    values.extend_from_slice(bytes);
+                    found[n % rows * width + n / rows] = Some(start..values.len());
                 }
-                let (g, pk) = (groups[gi], pks[r].as_ref());
-                if gi == 0 {
-                    exists = bytes.is_some();
+                Ok(())
+            })?;
+        let mut row = vec![Value::Null; columns.len()];
+        for (r, pk) in pks.iter().enumerate() {
+            let pk = pk.as_ref();
+            let of_row = &found[r * width..(r + 1) * width];
+            if of_row[0].is_none() {
+                if !visit(r, None)? {
+                    break;
                 }
+                continue;
+            }
+            for (&g, span) in groups.iter().zip(of_row) {
                 let at = |i: usize| Some(first_at[s.groups[g].columns[i]]).filter(|&p| p != NONE);
                 let group_columns = &self.layout.group_columns[g];
-                match bytes {
-                    Some(bytes) if exists => {
-                        rowcode::decode_some_into(bytes, group_columns, at, &mut row).ok_or_else(
-                            || self.corrupt(&format!("group {}", s.groups[g].name), pk),
-                        )?
-                    }
+                match span {
+                    Some(span) => rowcode::decode_some_into(
+                        &values[span.clone()],
+                        group_columns,
+                        at,
+                        &mut row,
+                    )
+                    .ok_or_else(|| self.corrupt(&format!("group {}", s.groups[g].name), pk))?,
                     // A group added after the row was written: its columns
                     // are null.
-                    None if exists => (0..group_columns.len())
+                    None => (0..group_columns.len())
                         .filter_map(at)
                         .for_each(|p| row[p] = Value::Null),
-                    _ => {}
                 }
-                if gi + 1 < groups.len() {
-                    return Ok(());
+            }
+            let mut rest = pk;
+            for (&c, &ty) in s.primary_key.iter().zip(self.pk_types()) {
+                let bad = || self.corrupt("primary key", pk);
+                match first_at[c] {
+                    NONE => keycode::skip(&mut rest, ty).ok_or_else(bad)?,
+                    at => row[at] = keycode::decode(&mut rest, ty).ok_or_else(bad)?,
                 }
-                if !exists {
-                    stopped = !visit(r, None)?;
-                    return Ok(());
-                }
-                let mut rest = pk;
-                for (&c, &ty) in s.primary_key.iter().zip(self.pk_types()) {
-                    let bad = || self.corrupt("primary key", pk);
-                    match first_at[c] {
-                        NONE => keycode::skip(&mut rest, ty).ok_or_else(bad)?,
-                        at => row[at] = keycode::decode(&mut rest, ty).ok_or_else(bad)?,
-                    }
-                }
-                for &(first, i) in &again {
-                    row[i] = row[first].clone();
-                }
-                stopped = !visit(r, Some(&mut row))?;
-                Ok(())
-            },
-        )
+            }
+            for &(first, i) in &again {
+                row[i] = row[first].clone();
+            }
+            if !visit(r, Some(&mut row))? {
+                break;
+            }
+        }
+        Ok(())
     }
 
     /// True when the default group (where a row exists) has `pk`.
