@@ -15,7 +15,10 @@
 //! A column added to the group later (nullable, at the end) is past
 //! `count` in rows written before: it reads as null, so adding one needs
 //! no rewrite. Decoding never panics; bytes that do not decode give
-//! `None`.
+//! `None`. A string's bytes are checked to be UTF-8; when all are ASCII
+//! (checked a word at a time) they are taken as they are, the crate's only
+//! unsafe code: the standard UTF-8 check walks short strings a byte at a
+//! time, 5% of a 100-row range of the Debian table's every column.
 
 use std::borrow::Borrow;
 
@@ -205,7 +208,12 @@ fn take_into(b: &mut &[u8], ty: ColumnType, slot: &mut Value) -> Option<()> {
     match (ty, &mut *slot) {
         (ColumnType::String, Value::Text(text)) => {
             let raw = take_raw(b)?;
-            let valid = std::str::from_utf8(raw).ok()?;
+            let valid = if raw.is_ascii() {
+                // SAFETY: bytes that are all ASCII are valid UTF-8.
+                unsafe { std::str::from_utf8_unchecked(raw) }
+            } else {
+                std::str::from_utf8(raw).ok()?
+            };
             text.clear();
             text.push_str(valid);
         }
