@@ -166,7 +166,17 @@ impl<'a> BitReader<'a> {
 /// memory rather than in registers in decode loops).
 #[inline(never)]
 fn tail_word(data: &[u8], pos: usize) -> u64 {
-    le::u64_padded(data.get(pos..).unwrap_or_default())
+    // The input's last 8 bytes shifted down to start at `pos` (no copy of
+    // a variable length: short records refill here often), when it has
+    // 8 bytes and `pos` is within them.
+    let last = data.len().checked_sub(8).and_then(|start| {
+        let skip = pos.checked_sub(start).filter(|&n| n < 8)?;
+        Some(le::u64_at(data, start)? >> (8 * skip))
+    });
+    match last {
+        Some(word) => word,
+        None => le::u64_padded(data.get(pos..).unwrap_or_default()),
+    }
 }
 
 #[cfg(test)]
@@ -190,6 +200,18 @@ mod tests {
             }
             r.refill();
             prop_assert!(r.finish());
+        }
+    }
+
+    #[test]
+    fn tail_words_are_the_bytes_left_zero_padded() {
+        let data: Vec<u8> = (1..=17).collect();
+        for len in 0..=data.len() {
+            let d = &data[..len];
+            for pos in 0..len + 10 {
+                let want = le::u64_padded(d.get(pos..).unwrap_or_default());
+                assert_eq!(tail_word(d, pos), want, "{len} bytes, from {pos}");
+            }
         }
     }
 
