@@ -682,6 +682,11 @@ impl Table {
                 }
                 Ok(())
             })?;
+        // Where each group's columns go in the row (NONE: not asked for).
+        let places: Vec<Vec<usize>> = groups
+            .iter()
+            .map(|&g| s.groups[g].columns.iter().map(|&c| first_at[c]).collect())
+            .collect();
         let mut row = vec![Value::Null; columns.len()];
         for (r, pk) in pks.iter().enumerate() {
             let pk = pk.as_ref();
@@ -692,8 +697,8 @@ impl Table {
                 }
                 continue;
             }
-            for (&g, span) in groups.iter().zip(of_row) {
-                let at = |i: usize| Some(first_at[s.groups[g].columns[i]]).filter(|&p| p != NONE);
+            for ((&g, span), places) in groups.iter().zip(of_row).zip(&places) {
+                let at = |i: usize| places.get(i).copied().filter(|&p| p != NONE);
                 let group_columns = &self.layout.group_columns[g];
                 match span {
                     Some(span) => rowcode::decode_some_into(
