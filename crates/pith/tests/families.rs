@@ -596,6 +596,31 @@ fn check(db: &DB, model: &Model) {
             .expect("scan");
         assert_eq!(&got, &model[name], "family {name}");
     }
+    // Every key of every family in one batched read (families taking
+    // turns, settled or not), against the model and at the same snapshot.
+    let families: Vec<(&str, ColumnFamily)> = NAMES
+        .iter()
+        .map(|n| (*n, db.family(n).expect("family")))
+        .collect();
+    let reads: Vec<(&str, &ColumnFamily, Vec<u8>)> = (0..17u8)
+        .flat_map(|k| families.iter().map(move |(n, cf)| (*n, cf, key(k))))
+        .collect();
+    let mut got = Vec::new();
+    db.multi_get_cf_at_with(
+        &snap,
+        reads.iter().map(|(_, cf, k)| (*cf, k)),
+        |i, v| -> Result<(), Error> {
+            got.push((i, v.map(<[u8]>::to_vec)));
+            Ok(())
+        },
+    )
+    .expect("multi get");
+    let want: Vec<(usize, Option<Vec<u8>>)> = reads
+        .iter()
+        .enumerate()
+        .map(|(i, (n, _, k))| (i, model[n].get(k).cloned()))
+        .collect();
+    assert_eq!(got, want, "batched reads");
 }
 
 proptest! {
