@@ -178,23 +178,33 @@ impl Table {
         // chunk is small, for a caller that stops early, and they double.
         const CHUNK: usize = 1024;
         let mut chunk = q.limit.map_or(64, |l| l.clamp(1, CHUNK));
-        let mut pks: Vec<Vec<u8>> = Vec::new();
+        // The chunk's primary keys, end to end, and where each ends.
+        let (mut pk_bytes, mut pk_ends): (Vec<u8>, Vec<usize>) = (Vec::new(), Vec::new());
         let mut go_on = true;
-        let mut read_chunk = |pks: &mut Vec<Vec<u8>>| -> Result<bool> {
+        let mut read_chunk = |pk_bytes: &mut Vec<u8>, pk_ends: &mut Vec<usize>| -> Result<bool> {
             let mut go_on = true;
-            self.rows_each(&snap, pks, &q.columns, &mut |r, row| {
+            let pks: Vec<&[u8]> = pk_ends
+                .iter()
+                .scan(0, |start, &end| {
+                    let pk = &pk_bytes[*start..end];
+                    *start = end;
+                    Some(pk)
+                })
+                .collect();
+            self.rows_each(&snap, &pks, &q.columns, &mut |r, row| {
                 let row = row.ok_or_else(|| Error::Inconsistent {
                     table: s.name.clone(),
                     index: q.index.clone(),
                     detail: format!(
                         "an entry names row {}, which does not exist",
-                        crate::table::escape(&pks[r])
+                        crate::table::escape(pks[r])
                     ),
                 })?;
                 go_on = visit(Cow::Borrowed(row));
                 Ok(go_on)
             })?;
-            pks.clear();
+            pk_bytes.clear();
+            pk_ends.clear();
             Ok(go_on)
         };
         self.each_entry(
@@ -205,16 +215,17 @@ impl Table {
             q.limit,
             q.reverse,
             &mut |_, pk| {
-                pks.push(pk.to_vec());
-                if pks.len() == chunk {
-                    go_on = read_chunk(&mut pks)?;
+                pk_bytes.extend_from_slice(pk);
+                pk_ends.push(pk_bytes.len());
+                if pk_ends.len() == chunk {
+                    go_on = read_chunk(&mut pk_bytes, &mut pk_ends)?;
                     chunk = (chunk * 2).min(CHUNK);
                 }
                 Ok(go_on)
             },
         )?;
         if go_on {
-            read_chunk(&mut pks)?;
+            read_chunk(&mut pk_bytes, &mut pk_ends)?;
         }
         Ok(())
     }
