@@ -438,7 +438,9 @@ impl DB {
     /// position in `reads`) as it is read instead of collecting them: the
     /// values are decoded into one buffer, reused from read to read, so a
     /// read allocates nothing. The first error `visit` returns stops the
-    /// reads and is returned.
+    /// reads and is returned; so does the engine's first (a family that no
+    /// longer exists, corruption), possibly before the few reads ahead of
+    /// it in `reads` were visited (reads are looked up a few ahead).
     pub fn multi_get_cf_at_with<'a, K: AsRef<[u8]>, E: From<Error>>(
         &self,
         snapshot: &Snapshot,
