@@ -373,8 +373,7 @@ impl<'a> Store<'a> {
         );
         if let Some(sums) = &self.sums {
             let group = id >> sums.log2;
-            let first = (group << sums.log2) as usize;
-            let end = ((group + 1) << sums.log2).min(self.footer.records) as usize;
+            let (first, end) = self.group_of(id);
             // A group of one is the record's own extent, already read.
             let (lo, hi) = match sums.log2 {
                 0 => (a as u64, b as u64),
