@@ -41,6 +41,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use crate::batch::WriteBatch;
 use crate::env::{FileLock, Fs};
 use crate::error::{Error, Result};
+use crate::family::ColumnFamily;
 use crate::filename::{self, FileKind};
 use crate::manifest::{FamilyEntry, Manifest, SegmentEntry};
 use crate::memtable::Memtable;
@@ -103,6 +104,13 @@ impl State {
     pub(crate) fn tree(&self, id: u32) -> Option<&Tree> {
         let at = self.trees.binary_search_by_key(&id, |t| t.id).ok()?;
         self.trees.get(at)
+    }
+
+    /// Family `cf`'s tree, or [`Error::NoSuchFamily`] when it was dropped.
+    pub(crate) fn tree_of(&self, cf: &ColumnFamily) -> Result<&Tree> {
+        self.tree(cf.id).ok_or_else(|| Error::NoSuchFamily {
+            name: cf.name.to_string(),
+        })
     }
 
     /// The default family's tree.

@@ -303,13 +303,6 @@ fn search_in(st: &Tree, snap: u64, now: u64, pattern: &str, from: &[u8]) -> Resu
     Ok(Search::new(sources, now))
 }
 
-/// Family `cf`'s tree in `st`.
-fn tree<'a>(st: &'a State, cf: &ColumnFamily) -> Result<&'a Tree> {
-    st.tree(cf.id).ok_or_else(|| Error::NoSuchFamily {
-        name: cf.name.to_string(),
-    })
-}
-
 /// A scan of `it`'s keys in `[from, to)`; `None` leaves a side open.
 fn range_scan(it: DbIterator, from: Option<&[u8]>, to: Option<&[u8]>) -> Scan {
     let start = from.map_or(Bound::Unbounded, |f| Bound::Included(f.to_vec()));
@@ -390,7 +383,7 @@ impl DB {
     /// The value of `key` in column family `cf`.
     pub fn get_cf(&self, cf: &ColumnFamily, key: impl AsRef<[u8]>) -> Result<Option<Vec<u8>>> {
         let (st, snap) = self.inner.view();
-        let found = get_in(tree(&st, cf)?, key.as_ref(), snap, self.inner.now(), true)?;
+        let found = get_in(st.tree_of(cf)?, key.as_ref(), snap, self.inner.now(), true)?;
         Ok(found.map(|(value, _)| value))
     }
 
@@ -409,7 +402,7 @@ impl DB {
     ) -> Result<Option<Vec<u8>>> {
         let st = self.inner.current();
         let found = get_in(
-            tree(&st, cf)?,
+            st.tree_of(cf)?,
             key.as_ref(),
             snapshot.seq,
             self.inner.now(),
@@ -495,7 +488,7 @@ impl DB {
     /// [`DB::contains`] in column family `cf`.
     pub fn contains_cf(&self, cf: &ColumnFamily, key: impl AsRef<[u8]>) -> Result<bool> {
         let (st, snap) = self.inner.view();
-        let found = get_in(tree(&st, cf)?, key.as_ref(), snap, self.inner.now(), false)?;
+        let found = get_in(st.tree_of(cf)?, key.as_ref(), snap, self.inner.now(), false)?;
         Ok(found.is_some())
     }
 
@@ -542,14 +535,14 @@ impl DB {
     /// A two-way iterator over column family `cf`.
     pub fn iter_cf(&self, cf: &ColumnFamily) -> Result<DbIterator> {
         let (st, snap) = self.inner.view();
-        Ok(iter_in(tree(&st, cf)?, snap, self.inner.now()))
+        Ok(iter_in(st.tree_of(cf)?, snap, self.inner.now()))
     }
 
     /// A two-way iterator over column family `cf` as of `snapshot`: every
     /// family read through one snapshot is seen at the same point.
     pub fn iter_cf_at(&self, cf: &ColumnFamily, snapshot: &Snapshot) -> Result<DbIterator> {
         let st = self.inner.current();
-        Ok(iter_in(tree(&st, cf)?, snapshot.seq, self.inner.now()))
+        Ok(iter_in(st.tree_of(cf)?, snapshot.seq, self.inner.now()))
     }
 
     /// `(key, value)` pairs with keys in `[from, to)`, in key order;
@@ -639,7 +632,7 @@ impl DB {
         to: Option<&[u8]>,
     ) -> Result<u64> {
         let (st, snap) = self.inner.view();
-        if let Some(n) = settled_count(tree(&st, cf)?, snap, from, to) {
+        if let Some(n) = settled_count(st.tree_of(cf)?, snap, from, to) {
             return Ok(n);
         }
         drop(st);
@@ -655,7 +648,7 @@ impl DB {
         to: Option<&[u8]>,
     ) -> Result<u64> {
         let st = self.inner.current();
-        if let Some(n) = settled_count(tree(&st, cf)?, snapshot.seq, from, to) {
+        if let Some(n) = settled_count(st.tree_of(cf)?, snapshot.seq, from, to) {
             return Ok(n);
         }
         drop(st);
@@ -679,7 +672,7 @@ impl DB {
         visit: &mut dyn FnMut(&[u8]) -> bool,
     ) -> Result<()> {
         let st = self.inner.current();
-        let t = tree(&st, cf)?;
+        let t = st.tree_of(cf)?;
         if let Some(trie) = settled(t, snapshot.seq) {
             let Some(trie) = trie else {
                 return Ok(());
@@ -779,7 +772,7 @@ impl DB {
     /// [`DB::search_from`] in column family `cf`.
     pub fn search_from_cf(&self, cf: &ColumnFamily, pattern: &str, from: &[u8]) -> Result<Search> {
         let (st, snap) = self.inner.view();
-        search_in(tree(&st, cf)?, snap, self.inner.now(), pattern, from)
+        search_in(st.tree_of(cf)?, snap, self.inner.now(), pattern, from)
     }
 
     /// [`DB::search_from`] in column family `cf` as of `snapshot`.
@@ -792,7 +785,7 @@ impl DB {
     ) -> Result<Search> {
         let st = self.inner.current();
         search_in(
-            tree(&st, cf)?,
+            st.tree_of(cf)?,
             snapshot.seq,
             self.inner.now(),
             pattern,
@@ -1139,7 +1132,7 @@ impl DB {
     /// counts are still the whole database's.
     pub fn stats_cf(&self, cf: &ColumnFamily) -> Result<Stats> {
         let st = self.inner.current();
-        self.stats_of(&[tree(&st, cf)?])
+        self.stats_of(&[st.tree_of(cf)?])
     }
 
     fn stats_of(&self, trees: &[&Tree]) -> Result<Stats> {

@@ -107,9 +107,7 @@ fn locate<'s>(
     let f = match families.iter().position(|f| f.id == cf.id) {
         Some(at) => &families[at],
         None => {
-            let tree = st.tree(cf.id).ok_or_else(|| Error::NoSuchFamily {
-                name: cf.name.to_string(),
-            })?;
+            let tree = st.tree_of(cf)?;
             families.push(Family {
                 id: cf.id,
                 tree,
