@@ -665,8 +665,9 @@ impl Table {
                 first => again.push((first, i)),
             }
         }
-        // The value of group `gi` of row `r` is `found[r * groups + gi]`,
-        // bytes of `values`.
+        // The value of group `gi` of row `r` is `found[gi * rows + r]`,
+        // bytes of `values`: read `n` of the multi-get (group by group,
+        // each in row order) is `found[n]`.
         let (rows, width) = (pks.len(), groups.len());
         let mut values = Vec::new();
         let mut found: Vec<Option<Range<usize>>> = vec![None; rows * width];
@@ -675,10 +676,10 @@ impl Table {
             .flat_map(|&g| pks.iter().map(move |pk| (&self.groups[g], pk.as_ref())));
         self.db
             .multi_get_cf_at_with(snapshot, reads, |n, bytes| -> Result<()> {
-                if let Some(bytes) = bytes {
+                if let (Some(bytes), Some(slot)) = (bytes, found.get_mut(n)) {
                     let start = values.len();
                     values.extend_from_slice(bytes);
-                    found[n % rows * width + n / rows] = Some(start..values.len());
+                    *slot = Some(start..values.len());
                 }
                 Ok(())
             })?;
@@ -690,8 +691,8 @@ impl Table {
         let mut row = vec![Value::Null; columns.len()];
         for (r, pk) in pks.iter().enumerate() {
             let pk = pk.as_ref();
-            let of_row = &found[r * width..(r + 1) * width];
-            if of_row[0].is_none() {
+            let of_row = (0..width).map(|gi| &found[gi * rows + r]);
+            if found[r].is_none() {
                 if !visit(r, None)? {
                     break;
                 }
