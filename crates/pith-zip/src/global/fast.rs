@@ -19,7 +19,17 @@
 //!    only hashes (the two tables, a megabyte each, are mostly out of the
 //!    L2 cache, and a lookup waiting on its slot held up the prefetches
 //!    after it: 4-13% faster on Debian records, 0-7% on rustdoc's, same
-//!    parse).
+//!    parse). This pass runs [`AHEAD`] positions at a time ahead of the
+//!    parse, not over the whole record first: a match that jumps past the
+//!    positions found skips the ones it covers, which the parse never
+//!    looks at (only the record's own chains lose them). Measured with a
+//!    trained model on one core (three alternating runs, medians): rustdoc
+//!    111 to 133 MB/s for 0.2% larger values (6,551,704 to 6,564,800
+//!    bytes), Debian 61 to 64 MB/s for 0.03% (12,781,024 to 12,784,456),
+//!    and redis-benchmark's 1 KB values of one repeated byte 308 to 630
+//!    MB/s, which made `pith serve`'s SETs 12% faster (median of four
+//!    alternating runs: its flushes share the two cores with the serving
+//!    thread). Windows of 64 or 128 positions skipped more and lost more.
 //! 2. Parse greedily with one lazy step, from the candidates of pass 1,
 //!    whose bytes are in cache by then: at each position, the continuation
 //!    of the last dictionary match (the prediction the format codes in a
@@ -96,6 +106,15 @@ const LOCAL_DEPTH: usize = 4;
 /// and its candidate there, moved back, is one at the position searched.
 const LONG_STEP: usize = 4;
 
+/// Pass 1 keeps the candidates of at least this many positions found
+/// ahead of the parse (the lazy step looks one position ahead, and the
+/// long candidate it moves back is up to `LONG_STEP` further) ...
+const AHEAD_MIN: usize = 2 + LONG_STEP;
+
+/// ... and finds this many ahead when it must: what a match longer than
+/// that jumps over gets no candidates (see the module docs).
+const AHEAD: usize = 256;
+
 /// Where a match copies from.
 #[derive(Clone, Copy)]
 enum From {
@@ -143,14 +162,19 @@ impl State {
 
 /// Scratch of the fast parse, reused from record to record.
 pub(crate) struct FastParse {
-    /// Per position: its `HASH_LEN` bytes' hash; per sampled position:
-    /// its long slot.
+    /// Per position of the window being found: its `HASH_LEN` bytes'
+    /// hash; per sampled position of it: its long slot.
     hashes: Vec<u64>,
     long_slots: Vec<u32>,
     dict_cand: Vec<u32>,
     long_cand: Vec<u32>,
     local_cand: Vec<u32>,
     local_head: Vec<u32>,
+    /// Bits of the local chains' heads, for the record being parsed.
+    local_bits: u32,
+    /// Candidates are found for positions below this one (those skipped
+    /// by a long match excepted).
+    ready: usize,
 }
 
 impl FastParse {
@@ -162,47 +186,75 @@ impl FastParse {
             long_cand: Vec::new(),
             local_cand: Vec::new(),
             local_head: Vec::new(),
+            local_bits: 0,
+            ready: 0,
         }
     }
 
-    /// Pass 1: the candidates of every position of `rec`.
-    fn find_candidates(&mut self, index: &DictIndex, rec: &[u8]) {
+    /// Readies the scratch for `rec`: no position has candidates yet.
+    fn begin(&mut self, index: &DictIndex, rec: &[u8]) {
         let n = rec.len().saturating_sub(HASH_LEN - 1);
-        let local_bits = (usize::BITS - n.max(1).leading_zeros()).clamp(6, 14);
-        let (dict, heads, bits) = (index.dict(), index.heads(), index.bits());
-        let (long_heads, long_bits) = (index.long_heads(), index.long_bits());
-        let long_n = if long_heads.is_empty() {
+        self.local_bits = (usize::BITS - n.max(1).leading_zeros()).clamp(6, 14);
+        let long_n = if index.long_heads().is_empty() {
             0
         } else {
             rec.len().saturating_sub(LONG_LEN - 1).div_ceil(LONG_STEP)
         };
+        self.local_head.clear();
+        self.local_head.resize(1 << self.local_bits, NONE);
+        self.dict_cand.clear();
+        self.dict_cand.resize(n, NONE);
+        self.local_cand.clear();
+        self.local_cand.resize(n, NONE);
+        self.long_cand.clear();
+        self.long_cand.resize(long_n, NONE);
+        self.ready = 0;
+    }
+
+    /// Pass 1 far enough ahead of position `p` for the parse to look at
+    /// `p`, the lazy step's `p + 1` and the long candidate it moves back:
+    /// the candidates of the next [`AHEAD`] positions are found when fewer
+    /// than [`AHEAD_MIN`] are left, from `p` on when a match jumped past
+    /// the last ones found (the positions it covered get none).
+    #[inline]
+    fn ensure(&mut self, index: &DictIndex, rec: &[u8], p: usize) {
+        if self.ready < p + AHEAD_MIN {
+            let from = self.ready.max(p);
+            self.find_candidates(index, rec, from, p + AHEAD);
+            self.ready = p + AHEAD;
+        }
+    }
+
+    /// Pass 1 for positions `from..to` of `rec` (cut to those with
+    /// `HASH_LEN` bytes left), and for the sampled positions among them.
+    fn find_candidates(&mut self, index: &DictIndex, rec: &[u8], from: usize, to: usize) {
+        let n = self.dict_cand.len();
+        let (from, to) = (from.min(n), to.min(n));
+        let local_bits = self.local_bits;
+        let (dict, heads, bits) = (index.dict(), index.heads(), index.bits());
+        let (long_heads, long_bits) = (index.long_heads(), index.long_bits());
+        let long_n = self.long_cand.len();
+        let longs = from.div_ceil(LONG_STEP).min(long_n)..to.div_ceil(LONG_STEP).min(long_n);
         // First every position's hashes, and the head-table slots asked
         // for: the tables (a megabyte each) are mostly out of the L2
         // cache, and a lookup whose slot is already on its way does not
         // hold up the lookups after it.
         self.hashes.clear();
-        self.hashes.extend((0..n).map(|p| {
+        self.hashes.extend((from..to).map(|p| {
             let m = mix(&rec[p..]);
             prefetch(heads, (m >> (64 - bits)) as usize);
             m
         }));
         self.long_slots.clear();
-        self.long_slots.extend((0..long_n).map(|k| {
+        self.long_slots.extend(longs.clone().map(|k| {
             let h = long_hash(&rec[k * LONG_STEP..], long_bits);
             prefetch(long_heads, h);
             h as u32
         }));
-        self.local_head.clear();
-        self.local_head.resize(1 << local_bits, NONE);
-        self.dict_cand.clear();
-        self.dict_cand.resize(n, NONE);
-        self.local_cand.clear();
-        self.local_cand.resize(n, NONE);
         let local_head = &mut self.local_head[..];
-        for (p, ((d, l), &m)) in self
-            .dict_cand
+        for (p, ((d, l), &m)) in self.dict_cand[from..to]
             .iter_mut()
-            .zip(self.local_cand.iter_mut())
+            .zip(&mut self.local_cand[from..to])
             .zip(&self.hashes)
             .enumerate()
         {
@@ -210,14 +262,12 @@ impl FastParse {
             prefetch(dict, *d as usize);
             let h = (m >> (64 - local_bits)) as usize;
             *l = local_head[h];
-            local_head[h] = p as u32;
+            local_head[h] = (from + p) as u32;
         }
-        self.long_cand.clear();
-        self.long_cand.extend(self.long_slots.iter().map(|&h| {
-            let c = long_heads[h as usize];
-            prefetch(dict, c as usize);
-            c
-        }));
+        for (c, &h) in self.long_cand[longs].iter_mut().zip(&self.long_slots) {
+            *c = long_heads[h as usize];
+            prefetch(dict, *c as usize);
+        }
     }
 
     /// The match at `p` that saves the most bits, if any saves any.
@@ -301,7 +351,7 @@ impl FastParse {
         prices: &Prices,
         out: &mut Vec<Seq>,
     ) {
-        self.find_candidates(index, rec);
+        self.begin(index, rec);
         let dict = index.dict();
         let mut st = State {
             cursor: 0,
@@ -312,6 +362,7 @@ impl FastParse {
         // The best match at `p`, when the lazy step found it already.
         let mut next: Option<Option<Found>> = None;
         while p + MIN_MATCH as usize <= rec.len() {
+            self.ensure(index, rec, p);
             let here = match next.take() {
                 Some(found) => found,
                 None => self.best(index, rec, p, &st, prices),

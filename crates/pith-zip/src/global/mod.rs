@@ -677,6 +677,40 @@ mod tests {
         }
     }
 
+    /// The fast parse finds no candidates for the positions a long match
+    /// jumps over, and must find them again after it: in a record that
+    /// copies a long run of the dictionary, then has bytes of its own,
+    /// then bytes of the dictionary the copy does not predict, then its
+    /// own bytes again, the last two are matches (found through the
+    /// dictionary's hash table and the record's own chains), not the 700
+    /// literals they would be if the search stopped at the long copy.
+    #[test]
+    fn the_fast_parse_searches_again_after_a_long_copy() {
+        let mut state = 0x2545_F491u32;
+        let mut noise = |n: usize| -> Vec<u8> {
+            (0..n)
+                .map(|_| {
+                    state ^= state << 13;
+                    state ^= state >> 17;
+                    state ^= state << 5;
+                    state as u8
+                })
+                .collect()
+        };
+        let dict = noise(6000);
+        let record = |own: &[u8]| [&dict[..1500], own, &dict[4000..4400], own].concat();
+        let (own, other) = (noise(300), noise(300));
+        let (record, training) = (record(&own), record(&other));
+        for effort in [Effort::Fast, Effort::Thorough] {
+            let size = roundtrip_with(&dict, &[&training], &[&record], effort);
+            // 300 literals (random bytes, which the codes learnt from other
+            // random bytes make a little longer than a byte each), and the
+            // codes of three matches: 425 bytes when written; 1,127 with
+            // the search stopped at the long copy.
+            assert!(size < 600, "{effort:?}: {size} bytes for {}", record.len());
+        }
+    }
+
     #[test]
     fn records_roundtrip() {
         let dict = b"Package: libfoo1\nVersion: 1.2.3-1\nDepends: libc6 (>= 2.34)\n";
