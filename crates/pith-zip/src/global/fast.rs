@@ -19,17 +19,21 @@
 //!    only hashes (the two tables, a megabyte each, are mostly out of the
 //!    L2 cache, and a lookup waiting on its slot held up the prefetches
 //!    after it: 4-13% faster on Debian records, 0-7% on rustdoc's, same
-//!    parse). This pass runs [`AHEAD`] positions at a time ahead of the
-//!    parse, not over the whole record first: a match that jumps past the
-//!    positions found skips the ones it covers, which the parse never
-//!    looks at (only the record's own chains lose them). Measured with a
-//!    trained model on one core (three alternating runs, medians): rustdoc
-//!    111 to 133 MB/s for 0.2% larger values (6,551,704 to 6,564,800
-//!    bytes), Debian 61 to 64 MB/s for 0.03% (12,781,024 to 12,784,456),
-//!    and redis-benchmark's 1 KB values of one repeated byte 308 to 630
-//!    MB/s, which made `pith serve`'s SETs 12% faster (median of four
-//!    alternating runs: its flushes share the two cores with the serving
-//!    thread). Windows of 64 or 128 positions skipped more and lost more.
+//!    parse). This pass runs ahead of the parse, [`AHEAD`] positions at
+//!    most, found in steps of at least [`AHEAD_MIN`] (so a position's
+//!    lookups are that far behind the prefetches for it), not over the
+//!    whole record first: a match that jumps past the positions found
+//!    skips the ones it covers, which the parse never looks at (only the
+//!    record's own chains lose them). Measured with a trained model on one
+//!    core (three alternating runs, medians): redis-benchmark's 1 KB
+//!    values of one repeated byte encode at 918 MB/s against 360, which
+//!    made `pith serve`'s SETs 12% faster (its flushes share the two cores
+//!    with the serving thread); Debian (71 against 61 MB/s) and rustdoc
+//!    (133 against 135) within the VM's noise, their values 0.001% and
+//!    0.07% larger (12,781,208 bytes against 12,781,024; 6,556,448
+//!    against 6,551,704). Stepping only when fewer than six positions
+//!    were left skipped more (0.03% and 0.2% larger, at the same speed),
+//!    and windows of 64 or 128 positions more still.
 //! 2. Parse greedily with one lazy step, from the candidates of pass 1,
 //!    whose bytes are in cache by then: at each position, the continuation
 //!    of the last dictionary match (the prediction the format codes in a
@@ -108,8 +112,9 @@ const LONG_STEP: usize = 4;
 
 /// Pass 1 keeps the candidates of at least this many positions found
 /// ahead of the parse (the lazy step looks one position ahead, and the
-/// long candidate it moves back is up to `LONG_STEP` further) ...
-const AHEAD_MIN: usize = 2 + LONG_STEP;
+/// long candidate it moves back is up to `LONG_STEP` further; the rest is
+/// time for the prefetches to land) ...
+const AHEAD_MIN: usize = AHEAD / 2;
 
 /// ... and finds this many ahead when it must: what a match longer than
 /// that jumps over gets no candidates (see the module docs).
