@@ -52,7 +52,8 @@
 //! Every read is checked: records are checksummed in groups of
 //! consecutive records (one record, or up to 64 small ones; a crc32c of the
 //! group's stored bytes, checked before a record is decoded), so small
-//! records do not each pay 4 bytes (`checksums.rs`).
+//! records do not each pay 4 bytes (`checksums.rs`; a read sums its group
+//! in three interleaved streams, `crc.rs`).
 //!
 //! The byte layout is in `docs/format.md` ("Record store, versions 1 to
 //! 3").
@@ -68,6 +69,7 @@ compile_error!(
 mod bits;
 mod builder;
 mod checksums;
+mod crc;
 mod error;
 mod fixed;
 mod format;

@@ -381,7 +381,7 @@ impl<'a> Store<'a> {
             };
             let (stored, computed) = (
                 sums.get(group),
-                crc32c::crc32c(&self.pool[lo as usize..hi as usize]),
+                crate::crc::crc32c(&self.pool[lo as usize..hi as usize]),
             );
             if stored != computed {
                 // Corrupt, not ChecksumMismatch: it carries the offset (of
