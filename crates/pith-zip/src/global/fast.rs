@@ -81,11 +81,13 @@
 //! record in order, every match is `MIN_MATCH..=MAX_MATCH` long and its
 //! source holds exactly the bytes it replaces, the last sequence has no
 //! match), and `dict_cand[p]`/`local_cand[p]` hold, for every position `p`
-//! with `HASH_LEN` bytes left, a dictionary position (or `NONE`) and an
-//! earlier record position (or `NONE`) whose bytes hash like `p`'s;
-//! `long_cand[k]` holds, for every `k` with `LONG_LEN` bytes left at
-//! `k * LONG_STEP`, a dictionary position (or `NONE`) whose `LONG_LEN`
-//! bytes hash like those. A candidate is only a hint: every match offered
+//! below `ready` with `HASH_LEN` bytes left that pass 1 found, a
+//! dictionary position (or `NONE`) and an earlier record position found
+//! too (or `NONE`) whose bytes hash like `p`'s, and `NONE` for a position
+//! a match jumped over; `long_cand[k]` holds, for every `k` found with
+//! `LONG_LEN` bytes left at `k * LONG_STEP`, a dictionary position (or
+//! `NONE`) whose `LONG_LEN` bytes hash like those. The parse looks only at
+//! positions below `ready`. A candidate is only a hint: every match offered
 //! is measured against the bytes, so a collision costs a compare, never a
 //! wrong match.
 
