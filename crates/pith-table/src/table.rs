@@ -676,10 +676,10 @@ impl Table {
             .flat_map(|&g| pks.iter().map(move |pk| (&self.groups[g], pk.as_ref())));
         self.db
             .multi_get_cf_at_with(snapshot, reads, |n, bytes| -> Result<()> {
-                if let (Some(bytes), Some(slot)) = (bytes, found.get_mut(n)) {
+                if let Some(bytes) = bytes {
                     let start = values.len();
                     values.extend_from_slice(bytes);
-                    *slot = Some(start..values.len());
+                    found[n] = Some(start..values.len());
                 }
                 Ok(())
             })?;

@@ -21,8 +21,11 @@
 //! about 1% less time (median of ten in-process comparisons, 0.93-1.01).
 //!
 //! Invariants: [`crc32c`] equals `crc32c::crc32c` for every input (tested
-//! for every length up to a few blocks' worth); where the CPU lacks
-//! SSE 4.2 or PCLMULQDQ, or under Miri, it is `crc32c::crc32c`.
+//! for every length up to a few blocks' worth); it is `crc32c::crc32c`
+//! itself for inputs shorter than three blocks of [`MIN_WORDS`] words or
+//! longer than three of [`MAX_WORDS`] (plus a tail of under 24 bytes), on
+//! CPUs without SSE 4.2 or PCLMULQDQ, on other architectures and under
+//! Miri.
 
 /// Block length, in 8-byte words, below which one chain is as fast (at
 /// 64 bytes, two-word blocks, the two measured the same).
@@ -81,6 +84,9 @@ mod hw {
 
     /// `x^0` in the instruction's bit order is the top bit; each word of
     /// zeros the instruction takes multiplies by `x^64`.
+    ///
+    /// # Safety
+    /// The CPU must have SSE 4.2.
     #[target_feature(enable = "sse4.2")]
     unsafe fn compute_factors() -> Box<Factors> {
         let mut factors = Box::new([0u32; MAX_WORDS + 1]);
@@ -93,6 +99,9 @@ mod hw {
     }
 
     /// `a * b` modulo the polynomial, both in the instruction's bit order.
+    ///
+    /// # Safety
+    /// The CPU must have SSE 4.2 and PCLMULQDQ.
     #[inline]
     #[target_feature(enable = "sse4.2,pclmulqdq")]
     unsafe fn multiply(a: u32, b: u32) -> u32 {
@@ -111,8 +120,8 @@ mod hw {
     /// 8-byte words each, then the bytes after them.
     ///
     /// # Safety
-    /// The CPU must have SSE 4.2 and PCLMULQDQ; `3 * 8 * words <=
-    /// bytes.len()` and `words <= MAX_WORDS`.
+    /// The CPU must have SSE 4.2 and PCLMULQDQ. (`3 * 8 * words` must not
+    /// exceed `bytes.len()`, nor `words` [`MAX_WORDS`], or this panics.)
     #[target_feature(enable = "sse4.2,pclmulqdq")]
     pub(super) unsafe fn three_way(bytes: &[u8], words: usize, factors: &Factors) -> u32 {
         let block = 8 * words;

@@ -118,8 +118,9 @@ const LONG_STEP: usize = 4;
 /// time for the prefetches to land) ...
 const AHEAD_MIN: usize = AHEAD / 2;
 
-/// ... and finds this many ahead when it must: what a match longer than
-/// that jumps over gets no candidates (see the module docs).
+/// ... and finds up to this many ahead when it must: a match that ends
+/// past the positions found (one of 129 bytes or more may) leaves those it
+/// jumps over without candidates (see the module docs).
 const AHEAD: usize = 256;
 
 /// Where a match copies from.
