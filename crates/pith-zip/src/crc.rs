@@ -63,6 +63,8 @@ mod hw {
     };
     use std::sync::OnceLock;
 
+    use pith_enc::le;
+
     use super::MAX_WORDS;
 
     /// `factors[w]`: `x^(64 w)` modulo the CRC-32C polynomial, in the
@@ -128,19 +130,16 @@ mod hw {
         let (a, rest) = bytes.split_at(block);
         let (b, rest) = rest.split_at(block);
         let (c, tail) = rest.split_at(block);
-        let word = |s: &[u8], i: usize| {
-            let mut w = [0u8; 8];
-            w.copy_from_slice(&s[8 * i..8 * i + 8]);
-            u64::from_le_bytes(w)
-        };
         // The register starts at all ones and ends inverted, as the
         // `crc32c` crate's does; the other two chains start at zero, and
         // the joins add them in.
         let (mut sa, mut sb, mut sc) = (u64::from(u32::MAX), 0u64, 0u64);
-        for i in 0..words {
-            sa = _mm_crc32_u64(sa, word(a, i));
-            sb = _mm_crc32_u64(sb, word(b, i));
-            sc = _mm_crc32_u64(sc, word(c, i));
+        let (wa, wb, wc) = (a.chunks_exact(8), b.chunks_exact(8), c.chunks_exact(8));
+        for ((wa, wb), wc) in wa.zip(wb).zip(wc) {
+            let (wa, wb, wc) = (le::u64_padded(wa), le::u64_padded(wb), le::u64_padded(wc));
+            sa = _mm_crc32_u64(sa, wa);
+            sb = _mm_crc32_u64(sb, wb);
+            sc = _mm_crc32_u64(sc, wc);
         }
         let shift = factors[words];
         // SAFETY (both): the caller vouched for the CPU.
@@ -148,7 +147,7 @@ mod hw {
         let mut sum = u64::from(unsafe { multiply(ab, shift) } ^ sc as u32);
         let mut words_left = tail.chunks_exact(8);
         for w in &mut words_left {
-            sum = _mm_crc32_u64(sum, word(w, 0));
+            sum = _mm_crc32_u64(sum, le::u64_padded(w));
         }
         let mut sum = sum as u32;
         for &byte in words_left.remainder() {
