@@ -6,19 +6,21 @@
 //! share a prefix of `depth` bytes; its children are the maximal runs of keys
 //! with the same byte at `depth`, and each child's edge label runs to the
 //! longest common prefix of its run (path compression). Labels of more than
-//! one byte are recorded as `(key, start, end)` triples (12 bytes each) and
-//! encoded at the end, after the label symbol table has been trained.
+//! one byte are recorded as `(key, start, end)` triples ([`Tails`]: varints,
+//! about 4 bytes each) and encoded at the end, after the label symbol table
+//! has been trained.
 //!
 //! Each key's level (the depth of its terminal) is recorded for the key
 //! ids ([`crate::levels`]): levels are popped from the FIFO in order, so a
 //! level's first edge and the terminals before it are known as it starts.
 //!
 //! Memory bound: key bytes (kept in pages of up to 4 MiB that are never
-//! reallocated) + 12 bytes per key + 12 bytes per multi-byte label + about
-//! 16 bits per edge + the output; while the labels are encoded, their
-//! pool (sized from the symbol table's ratio on its sample) and 4 bytes
-//! per label. `Vec` growth can double the per-key and per-label arrays
-//! while they are filled.
+//! reallocated) + 12 bytes per key + about 4 bytes per multi-byte label +
+//! about 16 bits per edge + the output; while the labels are encoded, 4
+//! bytes per label more (their offsets; the encoded labels go straight
+//! into the output, whose room for them is reserved exactly). The keys
+//! are freed before the key ids are written. `Vec` growth can double the
+//! per-key and per-label arrays while they are filled.
 
 use std::collections::VecDeque;
 
@@ -57,6 +59,8 @@ pub struct TrieBuilder {
     /// Some key's length differs from the first key's (then the keys are
     /// not dense integers).
     mixed_widths: bool,
+    /// Length of the longest key, which bounds the trie's depth.
+    longest: usize,
 }
 
 const PAGE: usize = 4 << 20;
@@ -129,6 +133,7 @@ impl TrieBuilder {
         if !self.starts.is_empty() && key.len() != self.key(0).len() {
             self.mixed_widths = true;
         }
+        self.longest = self.longest.max(key.len());
         let page = self.pages.last_mut().ok_or_else(too_large)?;
         let start = page.len() as u64;
         page.extend_from_slice(key);
@@ -170,7 +175,14 @@ impl TrieBuilder {
     /// Builds the trie: dense integer keys (version 4) when they are, or
     /// else a LOUDS trie, its key ids as a permutation (`legacy`: versions
     /// 1 and 2) or by level (version 3).
-    fn finish_as(self, legacy: bool) -> Result<AlignedBytes> {
+    fn finish_as(mut self, legacy: bool) -> Result<AlignedBytes> {
+        // No key comes after these: the last page's room for more (up to
+        // half the key bytes: pages grow by doubling) and the starts'
+        // go back.
+        if let Some(page) = self.pages.last_mut() {
+            page.shrink_to_fit();
+        }
+        self.starts.shrink_to_fit();
         let n = self.starts.len();
         if let Some(shape) = self.dense_shape().filter(|_| !legacy) {
             let mut words: Vec<u64> = vec![0; HEADER_BYTES / 8];
@@ -185,11 +197,11 @@ impl TrieBuilder {
             return Ok(with_header(words, &header));
         }
         let mut edges = EdgesBuilder::default();
-        let mut tails: Vec<(u32, u32, u32)> = Vec::new();
+        let mut tails = Tails::default();
         // Per key other than the empty one, in key order: its level.
         let root_terminal = n > 0 && self.key(0).is_empty();
         let rt = usize::from(root_terminal);
-        let mut levels: Vec<u32> = vec![0; n - rt];
+        let mut levels = KeyLevels::new(n - rt, self.longest);
         // Per level: its first edge and the TERM edges before it.
         let (mut edge_start, mut term_start) = (Vec::new(), Vec::new());
         let mut terminals = 0u64;
@@ -226,10 +238,10 @@ impl TrieBuilder {
                 }
                 edges.push(c, [first_child, child, terminal, end - depth > 1]);
                 if end - depth > 1 {
-                    tails.push((i as u32, (depth + 1) as u32, end as u32));
+                    tails.push(i, depth + 1, end);
                 }
                 if terminal {
-                    levels[i - rt] = level;
+                    levels.set(i - rt, level);
                     terminals += 1;
                     if legacy {
                         pi.push(i as u64);
@@ -252,17 +264,18 @@ impl TrieBuilder {
         drop(queue);
         // Grown by doubling, it may hold as much again unused through the
         // labels' encoding, the builder's peak.
-        tails.shrink_to_fit();
+        tails.bytes.shrink_to_fit();
         let num_edges = edges.len();
         // The header is filled in last, over the first words.
         let mut words: Vec<u64> = vec![0; HEADER_BYTES / 8];
         edges.write(&mut words)?;
         drop(edges);
-        let labels = tails
-            .iter()
-            .map(|&(k, s, e)| &self.key(k as usize)[s as usize..e as usize]);
+        let labels = tails.iter().map(|(k, s, e)| &self.key(k)[s..e]);
         let layout = write_labels(&mut words, labels)?;
         drop(tails);
+        // The key ids need only the levels: the keys go before they are
+        // written (the output may double its capacity then).
+        drop(self);
         edge_start.push(num_edges as u64);
         term_start.push(terminals);
         let mut flags = 0;
@@ -276,7 +289,7 @@ impl TrieBuilder {
                 Layout::Shared => FormatVersion::V2,
             }
         } else {
-            write_levels(&mut words, &levels, &edge_start, &term_start);
+            levels.write(&mut words, &edge_start, &term_start);
             if layout == Layout::Shared {
                 flags |= FLAG_SHARED_LABELS;
             }
@@ -323,10 +336,165 @@ impl TrieBuilder {
     }
 }
 
+/// Each key's level (the depth of its terminal, at most its length), in
+/// the narrowest integer the longest key allows: a byte for keys of up to
+/// 255 bytes, where a `u32` per key was a twentieth of the builder's peak
+/// on small key sets.
+enum KeyLevels {
+    Byte(Vec<u8>),
+    Short(Vec<u16>),
+    Word(Vec<u32>),
+}
+
+impl KeyLevels {
+    fn new(keys: usize, longest: usize) -> Self {
+        if longest <= usize::from(u8::MAX) {
+            KeyLevels::Byte(vec![0; keys])
+        } else if longest <= usize::from(u16::MAX) {
+            KeyLevels::Short(vec![0; keys])
+        } else {
+            KeyLevels::Word(vec![0; keys])
+        }
+    }
+
+    /// Sets key `i`'s level, which `new`'s `longest` bounds.
+    fn set(&mut self, i: usize, level: u32) {
+        match self {
+            KeyLevels::Byte(v) => v[i] = level as u8,
+            KeyLevels::Short(v) => v[i] = level as u16,
+            KeyLevels::Word(v) => v[i] = level,
+        }
+    }
+
+    fn write(&self, out: &mut Vec<u64>, edge_start: &[u64], term_start: &[u64]) {
+        match self {
+            KeyLevels::Byte(v) => write_levels(out, v, edge_start, term_start),
+            KeyLevels::Short(v) => write_levels(out, v, edge_start, term_start),
+            KeyLevels::Word(v) => write_levels(out, v, edge_start, term_start),
+        }
+    }
+}
+
+/// The multi-byte labels of the walk, in edge order, each as the key it is
+/// taken from, its start and its end: per label the key as a zigzag varint
+/// difference from the previous label's key (small: within a level the
+/// labels' keys increase), the start and the length as varints. About 4
+/// bytes a label where three `u32`s took 12, which were the largest array
+/// at the builder's peak after the keys (Debian package keys).
+#[derive(Default)]
+struct Tails {
+    bytes: Vec<u8>,
+    count: usize,
+    last_key: usize,
+}
+
+impl Tails {
+    fn push(&mut self, key: usize, start: usize, end: usize) {
+        let delta = key as i64 - self.last_key as i64;
+        pith_enc::varint::put(&mut self.bytes, ((delta << 1) ^ (delta >> 63)) as u64);
+        pith_enc::varint::put(&mut self.bytes, start as u64);
+        pith_enc::varint::put(&mut self.bytes, (end - start) as u64);
+        self.last_key = key;
+        self.count += 1;
+    }
+
+    fn iter(&self) -> TailIter<'_> {
+        TailIter {
+            rest: &self.bytes,
+            left: self.count,
+            key: 0,
+        }
+    }
+}
+
+/// The labels of a [`Tails`] as `(key, start, end)`.
+#[derive(Clone)]
+struct TailIter<'t> {
+    rest: &'t [u8],
+    left: usize,
+    key: usize,
+}
+
+impl Iterator for TailIter<'_> {
+    type Item = (usize, usize, usize);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.left = self.left.checked_sub(1)?;
+        // Whole varints: `push` wrote them.
+        let mut take = || {
+            let (v, rest) = pith_enc::varint::get(self.rest)?;
+            self.rest = rest;
+            Some(v as usize)
+        };
+        let zigzag = take()? as u64;
+        let (start, len) = (take()?, take()?);
+        let delta = (zigzag >> 1) as i64 ^ -((zigzag & 1) as i64);
+        self.key = (self.key as i64 + delta) as usize;
+        Some((self.key, start, start + len))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl ExactSizeIterator for TailIter<'_> {}
+
 /// `words` (a header's room, then the body) with `header` written over
-/// the first words.
+/// the first words, its spare capacity released.
 fn with_header(mut words: Vec<u64>, header: &Header) -> AlignedBytes {
+    words.shrink_to_fit();
     let (head, rest) = bytemuck::cast_slice_mut::<u64, u8>(&mut words).split_at_mut(HEADER_BYTES);
     write_header(head, header, rest);
     AlignedBytes::from_words(words)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tails_give_back_what_was_pushed() {
+        // Keys jump back at each level; starts and lengths need several
+        // varint bytes.
+        let pushed = [
+            (5, 1, 3),
+            (900, 1, 2),
+            (70_000, 1, 300),
+            (2, 2, 5),
+            (0, 40_000, 40_002),
+            (u32::MAX as usize - 1, 3, 70_000),
+        ];
+        let mut tails = Tails::default();
+        for &(k, s, e) in &pushed {
+            tails.push(k, s, e);
+        }
+        let mut iter = tails.iter();
+        assert_eq!(iter.len(), pushed.len());
+        assert_eq!(iter.clone().collect::<Vec<_>>(), pushed);
+        assert_eq!(iter.nth(2), Some(pushed[2]));
+    }
+
+    /// Levels are kept in bytes, 16 or 32 bits by the longest key; each
+    /// width builds a trie that answers.
+    #[test]
+    fn every_level_width_builds() {
+        for longest in [200, 300, 70_000] {
+            // A chain of prefixes: key `a` x n ends at level n, past a
+            // byte's range where the keys allow it.
+            let mut keys: Vec<Vec<u8>> = (1..=longest.min(400)).map(|n| vec![b'a'; n]).collect();
+            keys.push(b"b".to_vec());
+            keys.push(vec![b'c'; longest]);
+            let mut b = TrieBuilder::new();
+            for k in &keys {
+                b.push(k).unwrap();
+            }
+            let bytes = b.finish().unwrap();
+            let trie = crate::Trie::open_validated(bytes.as_bytes()).unwrap();
+            for (id, k) in keys.iter().enumerate() {
+                assert_eq!(trie.lookup(k), Some(id as u64), "longest {longest}");
+                assert_eq!(trie.key(id as u64).as_ref(), Some(k));
+            }
+        }
+    }
 }

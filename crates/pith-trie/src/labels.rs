@@ -43,7 +43,10 @@ use pith_enc::packed::{bits_for, Packed};
 
 use crate::error::{Error, Result};
 use crate::symbols::{LabelCmp, SymbolTable, Symbols};
-use crate::words::{corrupt, packed_bytes, push_bytes, push_packed, push_packed_iter, WordReader};
+use crate::words::{
+    corrupt, packed_bytes, packed_words, push_bytes, push_packed, push_packed_iter, ByteWords,
+    WordReader,
+};
 
 /// Offsets per sampled base.
 const SAMPLE: usize = 64;
@@ -152,13 +155,21 @@ fn write_entries(out: &mut Vec<u64>, distinct: &[&[u8]], refs: &[u32]) {
 }
 
 /// Encodes entries into a store.
+///
+/// The labels are encoded once, straight into `out` after the table
+/// (room reserved by the table's estimate), and their offsets, which the
+/// format puts before the pool but which are known only once it is
+/// written, are then moved in in front of it. The pool is never held in a
+/// vector of its own beside the output: it was the builder's third-largest
+/// allocation at its peak on Debian keys, and the output's doubling to take
+/// it in another. (Encoding twice, once to learn the offsets, took half
+/// again the build's time.)
 fn write_store<'k>(
     out: &mut Vec<u64>,
     labels: impl ExactSizeIterator<Item = &'k [u8]> + Clone,
 ) -> Result<()> {
     let table = SymbolTable::train(labels.clone());
     let raw: usize = labels.clone().map(<[u8]>::len).sum();
-    let mut pool = Vec::with_capacity(table.encoded_estimate(raw));
     // The offsets as they are written: a base per SAMPLE labels and each
     // offset's distance from its base, in 32 bits (a u64 per offset was
     // the largest array at the builder's peak after the keys).
@@ -177,21 +188,43 @@ fn write_store<'k>(
         deltas.push(delta);
         Ok(())
     };
+    table.write(out);
+    let pool_at = out.len();
+    out.reserve_exact(1 + table.encoded_estimate(raw).div_ceil(8));
+    let mut pool = ByteWords::new(out);
+    let mut code = Vec::new();
     for (i, label) in labels.enumerate() {
         record(i, pool.len())?;
-        table.encode(label, &mut pool);
+        code.clear();
+        table.encode(label, &mut code);
+        pool.put(&code);
     }
-    record(count, pool.len())?;
-    table.write(out);
+    let pool_len = pool.finish();
+    record(count, pool_len)?;
     let widest = deltas.iter().copied().max().unwrap_or(0);
-    push_packed(out, &bases, bits_for(pool.len() as u64));
+    let mut index = Vec::with_capacity(
+        packed_words(bases.len(), bits_for(pool_len as u64))
+            + packed_words(deltas.len(), bits_for(u64::from(widest))),
+    );
+    push_packed(&mut index, &bases, bits_for(pool_len as u64));
     push_packed_iter(
-        out,
+        &mut index,
         deltas.iter().map(|&d| u64::from(d)),
         bits_for(u64::from(widest)),
     );
-    push_bytes(out, &pool);
+    drop((bases, deltas));
+    insert_words(out, pool_at, &index);
     Ok(())
+}
+
+/// Inserts `words` into `out` at `at`, moving what follows (growing `out`
+/// by exactly their length, not by doubling).
+fn insert_words(out: &mut Vec<u64>, at: usize, words: &[u64]) {
+    let tail = out.len() - at;
+    out.reserve_exact(words.len());
+    out.resize(out.len() + words.len(), 0);
+    out.copy_within(at..at + tail, at + words.len());
+    out[at..at + words.len()].copy_from_slice(words);
 }
 
 /// A read-only label store.
@@ -379,5 +412,21 @@ impl<'a> Labels<'a> {
     #[inline(always)]
     pub(crate) fn compare(&self, i: usize, query: &[u8]) -> LabelCmp {
         self.symbols.compare(self.code(i), query)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn insert_words_moves_the_tail() {
+        let mut out = vec![1, 2, 3, 4];
+        insert_words(&mut out, 1, &[8, 9]);
+        assert_eq!(out, [1, 8, 9, 2, 3, 4]);
+        insert_words(&mut out, 6, &[5]);
+        assert_eq!(out, [1, 8, 9, 2, 3, 4, 5]);
+        insert_words(&mut out, 0, &[]);
+        assert_eq!(out, [1, 8, 9, 2, 3, 4, 5]);
     }
 }

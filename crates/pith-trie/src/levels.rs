@@ -76,16 +76,16 @@ use crate::words::{corrupt, packed_bytes, push_packed, WordReader};
 /// Writes the section for `seq` (the level, `1..=D`, of every key other
 /// than the empty one, in key order), given each level's first edge and
 /// the TERM edges before it (`D + 1` entries each, the totals last).
-pub(crate) fn write_levels(
+pub(crate) fn write_levels<L: Copy + Into<u32>>(
     out: &mut Vec<u64>,
-    seq: &[u32],
+    seq: &[L],
     edge_start: &[u64],
     term_start: &[u64],
 ) {
     let depth = edge_start.len().saturating_sub(1);
     let mut count = vec![0u64; depth + 1];
     for &l in seq {
-        count[l as usize] += 1;
+        count[l.into() as usize] += 1;
     }
     out.push(0); // the root, known once the tree is built
     let root_at = out.len() - 1;
@@ -120,7 +120,7 @@ fn list_shape(keys: u64, count: u64) -> (u32, u64) {
 }
 
 /// The Elias-Fano lists of each level's key ranks.
-fn write_lists(out: &mut Vec<u64>, seq: &[u32], count: &[u64]) {
+fn write_lists<L: Copy + Into<u32>>(out: &mut Vec<u64>, seq: &[L], count: &[u64]) {
     let depth = count.len() - 1;
     let n = seq.len() as u64;
     let shape: Vec<(u32, u64)> = count.iter().map(|&c| list_shape(n, c)).collect();
@@ -134,7 +134,7 @@ fn write_lists(out: &mut Vec<u64>, seq: &[u32], count: &[u64]) {
     let mut lows = vec![0u64; (low_start[depth] as usize).div_ceil(64)];
     let mut seen = vec![0u64; depth + 1];
     for (r, &l) in seq.iter().enumerate() {
-        let l = l as usize;
+        let l = l.into() as usize;
         let (w, j) = (shape[l].0, seen[l]);
         seen[l] += 1;
         let r = r as u64;
@@ -157,7 +157,12 @@ fn write_lists(out: &mut Vec<u64>, seq: &[u32], count: &[u64]) {
 /// The wavelet tree of `seq`: each key's code, root first, as one bit in
 /// every node it passes, written straight to where [`node_layout`] puts
 /// that node.
-fn write_tree(out: &mut Vec<u64>, seq: &[u32], count: &[u64], tree: &HuffmanTree) {
+fn write_tree<L: Copy + Into<u32>>(
+    out: &mut Vec<u64>,
+    seq: &[L],
+    count: &[u64],
+    tree: &HuffmanTree,
+) {
     let depth = count.len() - 1;
     let m = tree.children.len() / 2;
     push_packed(
@@ -178,7 +183,7 @@ fn write_tree(out: &mut Vec<u64>, seq: &[u32], count: &[u64], tree: &HuffmanTree
     let mut bits = BitVecBuilder::with_len(node_start[m] as usize);
     let mut next = node_start.clone();
     for &l in seq {
-        for &(node, bit) in &paths[l as usize] {
+        for &(node, bit) in &paths[l.into() as usize] {
             if bit {
                 bits.set(next[node] as usize);
             }

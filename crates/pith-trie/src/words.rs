@@ -100,6 +100,63 @@ pub(crate) fn push_bytes(out: &mut Vec<u64>, bytes: &[u8]) {
     out.extend(bytes.chunks(8).map(le::u64_padded));
 }
 
+/// A byte array as [`push_bytes`] writes it, appended in pieces straight
+/// into the output (so the bytes need not be held whole beside it): a
+/// length word, filled in by [`ByteWords::finish`], then the bytes.
+pub(crate) struct ByteWords<'o> {
+    out: &'o mut Vec<u64>,
+    /// Where the length word is.
+    at: usize,
+    len: usize,
+    /// The bytes of the word not yet pushed.
+    word: u64,
+}
+
+impl<'o> ByteWords<'o> {
+    pub(crate) fn new(out: &'o mut Vec<u64>) -> Self {
+        out.push(0);
+        let at = out.len() - 1;
+        ByteWords {
+            out,
+            at,
+            len: 0,
+            word: 0,
+        }
+    }
+
+    /// Bytes appended so far.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn put(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.word |= u64::from(b) << (8 * (self.len % 8));
+            self.len += 1;
+            if self.len % 8 == 0 {
+                self.out.push(self.word);
+                self.word = 0;
+            }
+        }
+    }
+
+    /// Ends the array, padding its last word with zeros, and returns its
+    /// length in bytes.
+    pub(crate) fn finish(self) -> usize {
+        if self.len % 8 != 0 {
+            self.out.push(self.word);
+        }
+        self.out[self.at] = self.len as u64;
+        self.len
+    }
+}
+
+/// Words [`push_packed`] writes for `len` values of `width` bits, an upper
+/// bound (to reserve room).
+pub(crate) fn packed_words(len: usize, width: u32) -> usize {
+    3 + (len * width as usize).div_ceil(64)
+}
+
 /// Appends `values`, each below `2^width`, as a packed array.
 pub(crate) fn push_packed(out: &mut Vec<u64>, values: &[u64], width: u32) {
     push_packed_iter(out, values.iter().copied(), width);
@@ -148,6 +205,28 @@ mod tests {
     }
 
     proptest! {
+        /// Bytes put in pieces are framed as `push_bytes` frames them whole.
+        #[test]
+        fn byte_words_match_push_bytes(
+            bytes in proptest::collection::vec(any::<u8>(), 0..100),
+            cuts in proptest::collection::vec(0usize..100, 0..6),
+        ) {
+            let mut whole = vec![7];
+            push_bytes(&mut whole, &bytes);
+            let mut pieces = vec![7];
+            let mut w = ByteWords::new(&mut pieces);
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c.min(bytes.len())).collect();
+            cuts.sort_unstable();
+            let mut from = 0;
+            for c in cuts.into_iter().chain([bytes.len()]) {
+                w.put(&bytes[from..c]);
+                from = c;
+                prop_assert_eq!(w.len(), c);
+            }
+            prop_assert_eq!(w.finish(), bytes.len());
+            prop_assert_eq!(pieces, whole);
+        }
+
         #[test]
         fn packed_round_trip(width in 0u32..=64, n in 0usize..300, seed in any::<u64>()) {
             let mask = pith_enc::packed::mask(width);
