@@ -382,7 +382,7 @@ impl<'a> Labels<'a> {
     /// or refs that do not delimit a slice of the pool (bytes not yet
     /// validated).
     #[inline(always)]
-    fn code(&self, i: usize) -> &'a [u8] {
+    pub(crate) fn code(&self, i: usize) -> &'a [u8] {
         match self.index {
             Index::Offsets { bases, deltas } => {
                 if i + 1 >= deltas.len() {

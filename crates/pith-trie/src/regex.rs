@@ -8,6 +8,13 @@
 //! as its prefix reaches the dead state, so a selective pattern touches only
 //! the edges on the paths of its matches and their rejected neighbours.
 //! [`RegexStats::visited_edges`] counts what was touched.
+//!
+//! A label is fed as it is stored, a symbol-table code at a time: the
+//! DFA's step over a code's bytes is remembered per (state, code) as the
+//! walk meets them ([`CodeSteps`]), and a key is spelled out (its labels
+//! decoded) only when it matches. Decoding every label into the key and
+//! feeding it a byte at a time made a broad pattern's walk slower than
+//! matching every key held in memory.
 
 use std::borrow::Borrow;
 
@@ -18,7 +25,7 @@ use regex_automata::{Anchored, MatchKind};
 
 use crate::edges::TERM;
 use crate::error::{Error, Result};
-use crate::symbols::LabelCmp;
+use crate::symbols::{LabelCmp, Mode, Symbols, ESCAPE};
 use crate::trie::Trie;
 
 /// Largest DFA a pattern may compile to.
@@ -72,6 +79,11 @@ impl KeyRegex {
         for &b in bytes {
             s = self.dfa.next_state(s, b);
         }
+        self.alive(s)
+    }
+
+    /// `s`, unless it is the dead or the quit state.
+    fn alive(&self, s: StateID) -> Option<StateID> {
         (!self.dfa.is_dead_state(s) && !self.dfa.is_quit_state(s)).then_some(s)
     }
 
@@ -107,11 +119,17 @@ pub struct RegexStats {
     pub matches: u64,
 }
 
-struct Frame {
+struct Frame<'a> {
     next: usize,
     end: usize,
     state: StateID,
+    /// Length of the key above this frame's edges; valid only for the
+    /// frames [`RegexWalk`] has spelled (`decoded`).
     key_len: usize,
+    /// The label of the edge whose child node's edges these are: its
+    /// first byte and its encoded rest (spelled when a match below it
+    /// needs its key).
+    label: (u8, &'a [u8]),
     /// The last child node entered from this frame and the end of its
     /// edges: the next internal sibling's children start there, which
     /// spares a select when siblings are entered in turn.
@@ -119,6 +137,86 @@ struct Frame {
     /// The level of the frame's edges (root children: 1), which spares
     /// the id of a match a search of the level bounds.
     level: usize,
+}
+
+/// The DFA's step over each symbol-table code, per (state, code), filled
+/// as a walk meets them: a label is then fed a code at a time (about two
+/// bytes each on Debian keys) with one table read, where each byte cost
+/// two. The states of a pattern's DFA are few for the patterns a trie is
+/// searched with; past [`MEMO_STATES`] of them codes are fed byte by byte,
+/// so a large DFA does not cost a large table.
+#[derive(Default)]
+struct CodeSteps {
+    /// `steps[(state index << 8) | code]`: the state after the code's
+    /// symbol, as a `StateID`'s `u32`, or [`UNKNOWN`].
+    steps: Vec<u32>,
+}
+
+/// States whose code steps are remembered (1 MiB of steps).
+const MEMO_STATES: usize = 1024;
+const UNKNOWN: u32 = u32::MAX;
+
+impl CodeSteps {
+    /// The state after a label (its first byte and its encoded rest) from
+    /// `s`, unless dead.
+    #[inline]
+    fn feed_label(
+        &mut self,
+        trie: &Trie<'_>,
+        re: &KeyRegex,
+        (first, code): (u8, &[u8]),
+        s: StateID,
+    ) -> Option<StateID> {
+        let mut s = re.dfa.next_state(s, first);
+        let symbols = trie.labels.symbols();
+        if symbols.mode() == Mode::Raw {
+            return re.feed(s, code);
+        }
+        let mut i = 0;
+        while let Some(&c) = code.get(i) {
+            if c == ESCAPE {
+                if let Some(&b) = code.get(i + 1) {
+                    s = re.dfa.next_state(s, b);
+                }
+                i += 2;
+            } else {
+                s = self.step(re, &symbols, s, c);
+                i += 1;
+            }
+        }
+        re.alive(s)
+    }
+
+    /// The state after code `c`'s symbol from `s`.
+    #[inline]
+    fn step(&mut self, re: &KeyRegex, symbols: &Symbols<'_>, s: StateID, c: u8) -> StateID {
+        let index = s.as_usize() >> re.dfa.stride2();
+        if index >= MEMO_STATES {
+            return feed_symbol(re, s, symbols.symbol(c));
+        }
+        let slot = index << 8 | usize::from(c);
+        if slot >= self.steps.len() {
+            let states = (2 * (index + 1)).min(MEMO_STATES);
+            self.steps.resize(states << 8, UNKNOWN);
+        }
+        match self.steps[slot] {
+            // A state id the DFA gave for this slot.
+            UNKNOWN => {
+                let next = feed_symbol(re, s, symbols.symbol(c));
+                self.steps[slot] = next.as_u32();
+                next
+            }
+            known => StateID::new_unchecked(known as usize),
+        }
+    }
+}
+
+/// The state after the `len` bytes of `sym` (little-endian) from `s`.
+fn feed_symbol(re: &KeyRegex, mut s: StateID, (sym, len): (u64, usize)) -> StateID {
+    for i in 0..len {
+        s = re.dfa.next_state(s, (sym >> (8 * i)) as u8);
+    }
+    s
 }
 
 /// The keys of a trie matching a [`KeyRegex`], found one at a time in key
@@ -130,8 +228,12 @@ pub struct RegexWalk<'t, 'a, R> {
     re: R,
     /// The root's (empty) key is still to be offered.
     root_pending: bool,
-    stack: Vec<Frame>,
+    stack: Vec<Frame<'a>>,
+    /// The frames `stack[..decoded]` have their `key_len`, and `key`
+    /// starts with the key above the last of them.
+    decoded: usize,
     key: Vec<u8>,
+    steps: CodeSteps,
     stats: RegexStats,
     /// Dense integer keys (format version 4): the walk goes down the
     /// implicit tree of their bytes, one byte a level, skipping subtrees
@@ -181,6 +283,7 @@ impl<'a> Trie<'a> {
                 end: t,
                 state: re.borrow().start,
                 key_len: 0,
+                label: (0, &[]),
                 last_child: (0, 0),
                 level: 1,
             });
@@ -189,8 +292,10 @@ impl<'a> Trie<'a> {
             trie: self,
             re,
             root_pending: self.root_terminal,
+            decoded: stack.len(),
             stack,
             key: Vec::new(),
+            steps: CodeSteps::default(),
             stats: RegexStats::default(),
             dense: Vec::new(),
             dense_lo: 0,
@@ -239,6 +344,7 @@ impl<'a> Trie<'a> {
                 end,
                 state,
                 key_len: pos,
+                label: (0, &[]),
                 last_child: (0, 0),
                 level,
             };
@@ -272,6 +378,8 @@ impl<'a> Trie<'a> {
             }
         }
         walk.key.extend_from_slice(&from[..pos]);
+        // Every frame lies on `from`'s path, within the key just set.
+        walk.decoded = walk.stack.len();
         walk
     }
 
@@ -313,9 +421,11 @@ impl<R: Borrow<KeyRegex>> RegexWalk<'_, '_, R> {
         if trie.dense.is_some() {
             return self.next_dense_match();
         }
-        while let Some(frame) = self.stack.last_mut() {
+        while let Some(at) = self.stack.len().checked_sub(1) {
+            let frame = &mut self.stack[at];
             if frame.next == frame.end {
                 self.stack.pop();
+                self.decoded = self.decoded.min(at);
                 continue;
             }
             if self.stats.visited_edges >= trie.edges.len() as u64 {
@@ -327,10 +437,9 @@ impl<R: Borrow<KeyRegex>> RegexWalk<'_, '_, R> {
             let e = frame.next;
             frame.next += 1;
             self.stats.visited_edges += 1;
-            let (key_len, parent, level) = (frame.key_len, frame.state, frame.level);
-            self.key.truncate(key_len);
-            trie.push_label(e, &mut self.key);
-            let Some(state) = re.feed(parent, &self.key[key_len..]) else {
+            let (parent, level) = (frame.state, frame.level);
+            let label = (trie.edges.label(e), trie.tail_code(e).unwrap_or(&[]));
+            let Some(state) = self.steps.feed_label(trie, re, label, parent) else {
                 continue;
             };
             if let Some((k, s, t)) = trie.child_edges_after(e, frame.last_child) {
@@ -339,17 +448,40 @@ impl<R: Borrow<KeyRegex>> RegexWalk<'_, '_, R> {
                     next: s,
                     end: t,
                     state,
-                    key_len: self.key.len(),
+                    key_len: 0,
+                    label,
                     last_child: (0, 0),
                     level: level + 1,
                 });
             }
             if trie.edges.bit(TERM, e) && re.is_match_at_end(state) {
                 self.stats.matches += 1;
+                self.spell(at, label);
                 return Some(trie.edge_id_at(e, Some(level)));
             }
         }
         None
+    }
+
+    /// Sets `key` to the key ending with `label` below frame `at`,
+    /// decoding the labels of the frames above it not spelled yet.
+    fn spell(&mut self, at: usize, label: (u8, &[u8])) {
+        let symbols = self.trie.labels.symbols();
+        while self.decoded <= at {
+            let j = self.decoded;
+            // `decoded` is at least 1 while frames remain: the first frame
+            // (the root's edges, or those on `from`'s path) is spelled.
+            let above = j.checked_sub(1).map_or(0, |i| self.stack[i].key_len);
+            self.key.truncate(above);
+            let (first, code) = self.stack[j].label;
+            self.key.push(first);
+            symbols.decode(code, &mut self.key);
+            self.stack[j].key_len = self.key.len();
+            self.decoded += 1;
+        }
+        self.key.truncate(self.stack[at].key_len);
+        self.key.push(label.0);
+        symbols.decode(label.1, &mut self.key);
     }
 
     /// Starts the dense walk over the integers `lo..=hi`.

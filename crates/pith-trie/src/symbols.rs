@@ -29,7 +29,7 @@ use pith_enc::le;
 use crate::error::Result;
 use crate::words::{corrupt, push_bytes, WordReader};
 
-const ESCAPE: u8 = 255;
+pub(crate) const ESCAPE: u8 = 255;
 const MAX_SYMBOLS: usize = 255;
 /// Bytes of labels sampled for training.
 const SAMPLE_BYTES: usize = 1 << 16;
@@ -328,6 +328,19 @@ impl<'a> Symbols<'a> {
 
     pub(crate) fn mode(&self) -> Mode {
         self.mode
+    }
+
+    /// The bytes of code `c` (not [`ESCAPE`]) as a little-endian word,
+    /// and how many of them it stands for (empty if the table lacks it:
+    /// bytes not validated).
+    #[inline(always)]
+    pub(crate) fn symbol(&self, c: u8) -> (u64, usize) {
+        let len = self
+            .lens
+            .get(usize::from(c))
+            .map_or(0, |&l| usize::from(l).min(8));
+        let sym = self.syms.get(usize::from(c)).copied().unwrap_or(0);
+        (sym, len)
     }
 
     /// Appends the decoded label to `out`.

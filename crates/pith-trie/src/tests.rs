@@ -307,6 +307,37 @@ fn unsorted_input_is_rejected() {
     );
 }
 
+/// Labels coded by a symbol table are fed to the DFA a code at a time
+/// (escaped bytes among them), and a matching key is spelled from the codes
+/// of its path: the matches and their keys are the model's, also for a DFA
+/// with more states than the walk remembers code steps for.
+#[test]
+fn regex_feeds_symbol_codes() {
+    let words = ["lib", "dev", "python3", "data", "doc", "common", "utils"];
+    let keys: BTreeSet<Vec<u8>> = (0..6000u32)
+        .map(|i| {
+            let (a, b) = (words[i as usize % 7], words[(i as usize / 7) % 7]);
+            // A byte the table will not hold a symbol for, now and then.
+            let odd = if i % 97 == 0 { "\u{1}" } else { "" };
+            format!("{a}{}-{b}{odd}/{}.{}-{}", i / 49, i % 13, i % 7, i % 3).into_bytes()
+        })
+        .collect();
+    let bytes = trie_of(&keys);
+    let trie = Trie::open(bytes.as_bytes()).unwrap();
+    assert!(trie.size_report().compressed_labels, "labels coded");
+    for pattern in [
+        "lib.*-dev/.*",
+        ".*-dev.*",
+        ".*[0-9]+-doc/1.*",
+        "(?s).*",
+        r"(?-u).*\x01.*",
+        // 2^12 states and more: most steps past the remembered ones.
+        "(?s-u).*1.{11}",
+    ] {
+        check_regex_on(&bytes, &keys, pattern);
+    }
+}
+
 #[test]
 fn regex_prunes_instead_of_scanning() {
     let keys: BTreeSet<Vec<u8>> = (0..10_000u32)

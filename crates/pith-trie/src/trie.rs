@@ -474,6 +474,15 @@ impl<'a> Trie<'a> {
         }
     }
 
+    /// The encoded rest of edge `e`'s label after its first byte (in
+    /// the symbol table's codes), or `None` for a one-byte label.
+    #[inline(always)]
+    pub(crate) fn tail_code(&self, e: usize) -> Option<&'a [u8]> {
+        self.edges
+            .bit(HAS_TAIL, e)
+            .then(|| self.labels.code(self.edges.rank(HAS_TAIL, e)))
+    }
+
     /// Appends the label of edge `e` (all of it) to `out`.
     #[inline(always)]
     pub(crate) fn push_label(&self, e: usize, out: &mut Vec<u8>) {
