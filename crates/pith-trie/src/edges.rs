@@ -257,6 +257,13 @@ impl<'a> Edges<'a> {
         self.blocks.get(i).copied().unwrap_or(0)
     }
 
+    /// Flag `kind` of the edges of block `b` (edge `64b + i` at bit `i`);
+    /// 0 past the last block.
+    #[inline(always)]
+    pub(crate) fn flag_word(&self, kind: usize, b: usize) -> u64 {
+        self.word(b * BLOCK_WORDS + 8 + kind)
+    }
+
     #[inline(always)]
     pub(crate) fn bit(&self, kind: usize, e: usize) -> bool {
         (self.word((e / 64) * BLOCK_WORDS + 8 + kind) >> (e % 64)) & 1 == 1

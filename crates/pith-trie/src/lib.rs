@@ -104,6 +104,7 @@ mod ids;
 pub mod fuzz;
 mod labels;
 mod levels;
+mod nodes;
 mod perm;
 mod regex;
 mod symbols;

@@ -245,6 +245,12 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         "n/a"
     );
     println!(
+        "{:<28} {:>11.1} KiB {:>13}",
+        "built at open (heap)",
+        trie.resident_bytes() as f64 / 1024.0,
+        "n/a"
+    );
+    println!(
         "{:<28} {:>11.3} ms {:>14}",
         "validate (every byte)",
         validate_s.median * 1e3,
@@ -309,6 +315,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         "pith_iter_ns": pith_iter.median * 1e9 / n as f64,
         "fst_iter_ns": fst_iter.median * 1e9 / n as f64,
         "pith_open_s": open_s.median,
+        "pith_resident_bytes": trie.resident_bytes(),
         "pith_validate_s": validate_s.median,
         "regex": args.regex,
         "regex_matches": stats.matches,
