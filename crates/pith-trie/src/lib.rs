@@ -44,7 +44,11 @@
 //! way back: 11-15 bits a key measured (Debian keys, file paths) where a
 //! stored permutation took 19-23. The top two levels, where nodes are
 //! widest, get byte-indexed tables built at open (in memory
-//! only), the role SuRF gives its LOUDS-dense levels.
+//! only), the role SuRF gives its LOUDS-dense levels, and every internal
+//! node's first edge is kept in memory too (16 bits a node, one pass over
+//! the LOUDS flags at open, for tries of up to 2^21 nodes), which spares
+//! each step down a level the select that LOUDS-sparse order otherwise
+//! needs: a fifth to a quarter of a lookup's time, measured.
 //!
 //! Keys that are integers close together (all of one width up to 8 bytes,
 //! spanning at most eight times their count as big-endian numbers: a

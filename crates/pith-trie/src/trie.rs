@@ -24,10 +24,12 @@
 //!
 //! # Trust model: what open checks, what validate checks
 //!
-//! [`Trie::open`] is O(1) in the size: magic, version, the header's
+//! [`Trie::open`] checks in O(1) of the size: magic, version, the header's
 //! checksum, the counts it can compare without reading the body (edges,
 //! terminals + empty key = keys, `louds` ones = internal nodes + 1), and
-//! every section's bounds and geometry. [`Trie::validate`] reads every byte:
+//! every section's bounds and geometry. (It also reads the LOUDS flags
+//! once to build the node starts of `nodes.rs`, for tries of up to 2^21
+//! internal nodes: 0.73 ms for 230K nodes measured.) [`Trie::validate`] reads every byte:
 //! the body checksum, every rank counter and select sample, label offsets
 //! monotone and inside the pool, the key levels' boundaries, lists and
 //! tree (or the permutation and its shortcuts), every leaf is terminal,
