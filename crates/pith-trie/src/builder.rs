@@ -424,10 +424,10 @@ impl Iterator for TailIter<'_> {
         let mut take = || {
             let (v, rest) = pith_enc::varint::get(self.rest)?;
             self.rest = rest;
-            Some(v as usize)
+            Some(v)
         };
-        let zigzag = take()? as u64;
-        let (start, len) = (take()?, take()?);
+        let zigzag = take()?;
+        let (start, len) = (take()? as usize, take()? as usize);
         let delta = (zigzag >> 1) as i64 ^ -((zigzag & 1) as i64);
         self.key = (self.key as i64 + delta) as usize;
         Some((self.key, start, start + len))

@@ -201,16 +201,16 @@ fn write_store<'k>(
     }
     let pool_len = pool.finish();
     record(count, pool_len)?;
-    let widest = deltas.iter().copied().max().unwrap_or(0);
+    let base_width = bits_for(pool_len as u64);
+    let delta_width = bits_for(u64::from(deltas.iter().copied().max().unwrap_or(0)));
     let mut index = Vec::with_capacity(
-        packed_words(bases.len(), bits_for(pool_len as u64))
-            + packed_words(deltas.len(), bits_for(u64::from(widest))),
+        packed_words(bases.len(), base_width) + packed_words(deltas.len(), delta_width),
     );
-    push_packed(&mut index, &bases, bits_for(pool_len as u64));
+    push_packed(&mut index, &bases, base_width);
     push_packed_iter(
         &mut index,
         deltas.iter().map(|&d| u64::from(d)),
-        bits_for(u64::from(widest)),
+        delta_width,
     );
     drop((bases, deltas));
     insert_words(out, pool_at, &index);

@@ -75,11 +75,16 @@ impl KeyRegex {
     /// states absorb every byte, so they are checked once after the label
     /// rather than after each byte (labels are short; a branch per byte
     /// cost more than the few bytes fed past a death).
-    fn feed(&self, mut s: StateID, bytes: &[u8]) -> Option<StateID> {
+    fn feed(&self, s: StateID, bytes: &[u8]) -> Option<StateID> {
+        self.alive(self.advance(s, bytes))
+    }
+
+    /// The state after `bytes` from `s`, dead or not.
+    fn advance(&self, mut s: StateID, bytes: &[u8]) -> StateID {
         for &b in bytes {
             s = self.dfa.next_state(s, b);
         }
-        self.alive(s)
+        s
     }
 
     /// `s`, unless it is the dead or the quit state.
@@ -212,11 +217,8 @@ impl CodeSteps {
 }
 
 /// The state after the `len` bytes of `sym` (little-endian) from `s`.
-fn feed_symbol(re: &KeyRegex, mut s: StateID, (sym, len): (u64, usize)) -> StateID {
-    for i in 0..len {
-        s = re.dfa.next_state(s, (sym >> (8 * i)) as u8);
-    }
-    s
+fn feed_symbol(re: &KeyRegex, s: StateID, (sym, len): (u64, usize)) -> StateID {
+    re.advance(s, &sym.to_le_bytes()[..len])
 }
 
 /// The keys of a trie matching a [`KeyRegex`], found one at a time in key

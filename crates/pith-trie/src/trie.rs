@@ -638,12 +638,11 @@ impl<'a> Trie<'a> {
             return None;
         }
         let k = self.child_node(e);
-        let s = if prev.0 != 0 && k == prev.0 + 1 {
-            prev.1
+        let (s, t) = if prev.0 != 0 && k == prev.0 + 1 {
+            (prev.1, self.edges.next_louds(prev.1 + 1))
         } else {
-            self.edges.select(LOUDS, k)
+            self.children(k)
         };
-        let t = self.edges.next_louds(s + 1);
         (s > e && s < t).then_some((k, s, t))
     }
 

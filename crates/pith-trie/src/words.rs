@@ -154,7 +154,8 @@ impl<'o> ByteWords<'o> {
 /// Words [`push_packed`] writes for `len` values of `width` bits, an upper
 /// bound (to reserve room).
 pub(crate) fn packed_words(len: usize, width: u32) -> usize {
-    3 + (len * width as usize).div_ceil(64)
+    // count, width, the stream, the trailing zero word.
+    3 + packed::words_for(len, width).unwrap_or(0)
 }
 
 /// Appends `values`, each below `2^width`, as a packed array.
