@@ -306,7 +306,10 @@ impl<'a> Edges<'a> {
         }
     }
 
-    /// First LOUDS one at or after `i`, or `n`.
+    /// First LOUDS one at or after `i`, or `n`. Always in `i..=n` for `i
+    /// <= n`, also when the rank counters or select samples are corrupt
+    /// (bytes not validated): a child range then never ends before it
+    /// starts.
     #[inline(always)]
     pub(crate) fn next_louds(&self, i: usize) -> usize {
         if i >= self.n {
@@ -324,7 +327,9 @@ impl<'a> Edges<'a> {
             }
             word = self.word(b * BLOCK_WORDS + 8 + LOUDS);
         }
+        // `b * 64 > i`, so `i..=n` holds what a valid trie answers here.
         self.select(LOUDS, self.rank(LOUDS, b * 64))
+            .clamp(b * 64, self.n)
     }
 
     /// First edge in `s..t` whose label is `>= c` (`t` if none); labels in
@@ -359,6 +364,32 @@ impl<'a> Edges<'a> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// Found by the `trie_structure` fuzz target (a checksum-valid trie
+    /// whose LOUDS rank counters were wrong): the scan past four words
+    /// fell back to a select that answered 0, and a lower bound was asked
+    /// for the edges `493..0`.
+    #[test]
+    fn next_louds_stays_ahead_on_corrupt_counters() {
+        let mut b = EdgesBuilder::default();
+        for i in 0..1000 {
+            b.push(0, [i == 0 || i == 900, false, false, false]);
+        }
+        let mut out = Vec::new();
+        b.write(&mut out).unwrap();
+        // The LOUDS counter of every block between the first and the last
+        // says 0 ones (the last one's count is checked at read).
+        for block in 1..1000 / 64 {
+            out[1 + block * BLOCK_WORDS + 12] &= !u64::from(u32::MAX);
+        }
+        let mut r = WordReader::new(&out, 0);
+        let e = Edges::read(&mut r).unwrap();
+        assert!(e.validate().is_err());
+        for i in [1, 10, 100, 500, 899, 900, 999, 1000] {
+            let next = e.next_louds(i);
+            assert!((i..=1000).contains(&next), "next_louds({i}) = {next}");
+        }
+    }
 
     proptest! {
         #[test]
