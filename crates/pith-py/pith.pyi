@@ -192,6 +192,7 @@ class DB(_Reader):
         bloom_bits_per_key: Optional[int] = None,
         shared_models: Optional[bool] = None,
         resident_index: Optional[bool] = None,
+        value_cache_bytes: Optional[int] = None,
         bulk_chunk_bytes: Optional[int] = None,
         build_memory_bytes: Optional[int] = None,
     ) -> "DB": ...

@@ -53,6 +53,9 @@ impl leveldb_options_t {
         if let Some(Filter::Bloom(bits)) = self.filter {
             o.bloom_bits_per_key = bits;
         }
+        if let Some(n) = self.cache_capacity {
+            o.value_cache_bytes = n;
+        }
         o
     }
 
@@ -97,8 +100,9 @@ impl leveldb_options_t {
         });
         let unused = "accepted, no effect";
         line(format!(
-            "cache: {} ({unused}: no block cache; values are read from mmapped segments)",
-            opt(self.cache_capacity)
+            "cache: {} (PithDB value_cache_bytes: {}, decoded values, a cache of its own per database)",
+            opt(self.cache_capacity),
+            engine.value_cache_bytes
         ));
         line(format!(
             "block_size: {} ({unused}: segments have no blocks)",
@@ -296,7 +300,8 @@ pub unsafe extern "C" fn leveldb_options_set_compression(o: *mut leveldb_options
     unsafe { set(o, |o| o.compression = Some(n)) }
 }
 
-/// A block cache: accepted, its capacity reported, never used.
+/// A block cache: its capacity becomes the value cache's
+/// (`Options::value_cache_bytes`) of each database opened with it.
 #[derive(Debug)]
 pub struct leveldb_cache_t {
     capacity: usize,
@@ -382,7 +387,7 @@ pub unsafe extern "C" fn leveldb_readoptions_set_verify_checksums(
 }
 
 /// See `leveldb_readoptions_set_fill_cache` in pith/c.h: accepted, no
-/// effect (there is no block cache).
+/// effect (every value read fills the value cache).
 #[no_mangle]
 pub unsafe extern "C" fn leveldb_readoptions_set_fill_cache(o: *mut leveldb_readoptions_t, _v: u8) {
     // SAFETY: `o` is the caller's live read options.

@@ -42,6 +42,9 @@ pub(crate) fn stats_json(db: &engine::DB) -> Result<String> {
         "wal_bytes": s.wal_bytes,
         "last_sequence": s.last_sequence,
         "models": s.models.len(),
+        "value_cache_bytes": s.value_cache.charged_bytes,
+        "value_cache_hits": s.value_cache.hits,
+        "value_cache_misses": s.value_cache.misses,
     });
     Ok(v.to_string())
 }

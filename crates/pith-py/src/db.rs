@@ -71,6 +71,7 @@ pub(crate) fn put_in(
 /// once), ``stall_segments`` (writers wait while there are this many
 /// segments), ``background_threads``,
 /// ``bloom_bits_per_key``, ``shared_models``, ``resident_index``,
+/// ``value_cache_bytes`` (decoded values kept for reads; 0: none),
 /// ``bulk_chunk_bytes``, ``build_memory_bytes``.
 #[pyclass(module = "pith", name = "DB", frozen)]
 pub(crate) struct PyDB {
@@ -95,6 +96,7 @@ impl PyDB {
         bloom_bits_per_key = None,
         shared_models = None,
         resident_index = None,
+        value_cache_bytes = None,
         bulk_chunk_bytes = None,
         build_memory_bytes = None,
     ))]
@@ -114,6 +116,7 @@ impl PyDB {
         bloom_bits_per_key: Option<u32>,
         shared_models: Option<bool>,
         resident_index: Option<bool>,
+        value_cache_bytes: Option<usize>,
         bulk_chunk_bytes: Option<usize>,
         build_memory_bytes: Option<usize>,
     ) -> PyResult<PyDB> {
@@ -148,6 +151,9 @@ impl PyDB {
         }
         if let Some(v) = resident_index {
             o.resident_index = v;
+        }
+        if let Some(v) = value_cache_bytes {
+            o.value_cache_bytes = v;
         }
         if let Some(v) = bulk_chunk_bytes {
             o.bulk_chunk_bytes = v;
@@ -405,8 +411,9 @@ impl PyDB {
     /// Sizes and counts as a dict: ``segments`` (a list of dicts, oldest
     /// first), ``memtable_bytes``, ``memtable_entries``,
     /// ``frozen_memtables``, ``disk_bytes``, ``wal_bytes``,
-    /// ``last_sequence``, ``records_copied``, ``records_encoded`` and
-    /// ``models``.
+    /// ``last_sequence``, ``records_copied``, ``records_encoded``,
+    /// ``value_cache`` (a dict: ``capacity_bytes``, ``charged_bytes``,
+    /// ``values``, ``hits``, ``misses``) and ``models``.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let s = self.handle.run(py, |db| Ok(db.stats()?))?;
         stats_dict(py, &s)

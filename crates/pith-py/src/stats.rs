@@ -24,6 +24,13 @@ pub(crate) fn stats_dict<'py>(py: Python<'py>, s: &Stats) -> PyResult<Bound<'py,
     d.set_item("last_sequence", s.last_sequence)?;
     d.set_item("records_copied", s.records_copied)?;
     d.set_item("records_encoded", s.records_encoded)?;
+    let cache = PyDict::new(py);
+    cache.set_item("capacity_bytes", s.value_cache.capacity_bytes)?;
+    cache.set_item("charged_bytes", s.value_cache.charged_bytes)?;
+    cache.set_item("values", s.value_cache.values)?;
+    cache.set_item("hits", s.value_cache.hits)?;
+    cache.set_item("misses", s.value_cache.misses)?;
+    d.set_item("value_cache", cache)?;
     d.set_item("segments", segments)?;
     d.set_item("models", models)?;
     Ok(d)

@@ -104,6 +104,7 @@ def test_options_and_properties(path):
         bloom_bits_per_key=0,
         shared_models=False,
         resident_index=False,
+        value_cache_bytes=0,
         background_threads=1,
         merge_trigger=2,
         max_merge_width=4,

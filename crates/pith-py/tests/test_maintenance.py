@@ -18,6 +18,7 @@ def test_stats_is_a_dict_of_the_engine_fields(db):
         "last_sequence",
         "records_copied",
         "records_encoded",
+        "value_cache",
         "models",
     ):
         assert field in s, field
@@ -32,6 +33,13 @@ def test_stats_is_a_dict_of_the_engine_fields(db):
     assert seg["file_bytes"] > 0 and isinstance(seg["codec"], str)
     assert isinstance(seg["seq_range"], tuple)
     assert s["disk_bytes"] >= seg["file_bytes"]
+    before = s["value_cache"]["hits"]
+    for _ in range(2):
+        for i in range(0, 500, 7):
+            db.get(b"key%06d" % i)
+    cache = db.stats()["value_cache"]
+    assert cache["hits"] > before and cache["values"] > 0
+    assert 0 < cache["charged_bytes"] <= cache["capacity_bytes"]
 
 
 def test_compact_merges_segments(db):

@@ -49,6 +49,7 @@ use crate::model_file::ModelFile;
 use crate::options::{FamilyOptions, Options};
 use crate::segment::writer::{write_segment, GroupSource, ValueCoding};
 use crate::segment::Segment;
+use crate::value_cache::ValueCache;
 use crate::wal::WalWriter;
 
 /// One column family's part of what a read sees: its memtables and
@@ -245,6 +246,9 @@ pub(crate) struct Inner {
     /// Options of families that differ from `options`, by family id
     /// (`DB::set_family_options`).
     pub family_options: Mutex<HashMap<u32, FamilyOptions>>,
+    /// Decoded segment values kept for reads (`Options::value_cache_bytes`),
+    /// set on every segment this database opens.
+    pub value_cache: Option<Arc<ValueCache>>,
     pub _lock: Option<Box<dyn FileLock>>,
 }
 
@@ -441,7 +445,10 @@ impl Inner {
                 )
             });
         match opened {
-            Ok(s) => Ok(Some(Arc::new(s))),
+            Ok(mut s) => {
+                s.set_value_cache(self.value_cache.clone());
+                Ok(Some(Arc::new(s)))
+            }
             Err(e) => {
                 // Not in any manifest: garbage, whatever happens next.
                 let _ = fs.remove(&path);

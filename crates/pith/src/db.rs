@@ -30,6 +30,7 @@ use crate::recovery::{self, RecoveryReport};
 use crate::search::{self, MemMatches, Search};
 use crate::segment::cursor::{SegmentCursor, SegmentMatches};
 use crate::segment::{Segment, SegmentInfo};
+use crate::value_cache::ValueCacheStats;
 use crate::wal;
 
 /// An embedded PithDB database. See the crate documentation.
@@ -95,6 +96,9 @@ pub struct Stats {
     pub records_copied: u64,
     /// Records that segment builds since open encoded.
     pub records_encoded: u64,
+    /// The cache of decoded values (the whole database's, whichever
+    /// families were asked for); all zero when there is none.
+    pub value_cache: ValueCacheStats,
 }
 
 /// One shared compression model, for stats.
@@ -1185,6 +1189,11 @@ impl DB {
             disk_bytes,
             wal_bytes,
             last_sequence: self.inner.last_seq.load(Ordering::Acquire),
+            value_cache: self
+                .inner
+                .value_cache
+                .as_ref()
+                .map_or_else(ValueCacheStats::default, |c| c.stats()),
         })
     }
 

@@ -139,6 +139,7 @@ mod recovery;
 mod search;
 mod segment;
 mod training;
+mod value_cache;
 mod wal;
 mod write;
 
@@ -162,3 +163,4 @@ pub use records::Records;
 pub use recovery::RecoveryReport;
 pub use search::{Search, SearchKeys};
 pub use segment::SegmentInfo;
+pub use value_cache::ValueCacheStats;

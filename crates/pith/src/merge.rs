@@ -206,7 +206,7 @@ impl GroupSource for MergeSource {
     }
 
     fn value(&self, v: &ValueRef, out: &mut Vec<u8>) -> Result<()> {
-        self.segments[v.src as usize].value(v.index, out)
+        self.segments[v.src as usize].decode(v.index, out)
     }
 
     fn encoded(

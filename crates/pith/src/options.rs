@@ -79,6 +79,15 @@ pub struct Options {
     /// read them). Off, they are read through the file mapping like
     /// the values, and the kernel may evict them.
     pub resident_index: bool,
+    /// Bytes of decoded segment values kept in memory for reads to reuse
+    /// (values plus 64 bytes each), shared by every reader; default 8 MiB,
+    /// 0 for none. A value of a segment is otherwise decoded on every
+    /// read, which is most of a scan's cost; the cache is PithDB's block
+    /// cache, at the grain of a record (its hits skip the decode and the
+    /// record's checksum, both done when the value came in). Values of
+    /// memtables are not cached (they are not encoded). `DB::stats`
+    /// reports its hits and misses.
+    pub value_cache_bytes: usize,
     /// Bits per key of each segment's Bloom filter (0: none); default 10,
     /// about 1% false positives. A segment whose keys are dense integers
     /// (its trie is `pith_trie`'s version 4) gets none: its trie answers a
@@ -215,6 +224,7 @@ impl Default for Options {
             background_threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
             background_nice: 0,
             resident_index: true,
+            value_cache_bytes: 8 << 20,
             bloom_bits_per_key: 10,
             bulk_chunk_bytes: 256 << 20,
             build_memory_bytes: None,

@@ -48,6 +48,7 @@ use crate::memtable::Memtable;
 use crate::model_file::ModelFile;
 use crate::options::Options;
 use crate::segment::Segment;
+use crate::value_cache::ValueCache;
 use crate::wal::{self, WalWriter};
 
 /// What recovery found at open.
@@ -90,9 +91,10 @@ pub(crate) fn open(
         true => None,
         false => take_lock(&*fs, dir)?,
     };
+    let value_cache = ValueCache::new(options.value_cache_bytes).map(Arc::new);
     let mut view = match read_only {
-        true => load_view_beside_writer(&fs, dir, &options)?,
-        false => load_view(&fs, dir, &options, false)?,
+        true => load_view_beside_writer(&fs, dir, &options, &value_cache)?,
+        false => load_view(&fs, dir, &options, false, &value_cache)?,
     };
     let (wal, mem_number) = if read_only {
         (None, view.m.next_file)
@@ -147,6 +149,7 @@ pub(crate) fn open(
         bg: Mutex::new(Bg::default()),
         bg_cv: Condvar::new(),
         family_options: Mutex::new(HashMap::new()),
+        value_cache,
         _lock: lock,
     });
     Ok((inner, view.report))
@@ -188,12 +191,17 @@ const VIEW_ATTEMPTS: u32 = 50;
 /// written), so the view holds every write the manifest's segments lack up
 /// to the moment the logs were read: a prefix of the writes in sequence
 /// order.
-fn load_view_beside_writer(fs: &Arc<dyn Fs>, dir: &Path, options: &Options) -> Result<View> {
+fn load_view_beside_writer(
+    fs: &Arc<dyn Fs>,
+    dir: &Path,
+    options: &Options,
+    cache: &Option<Arc<ValueCache>>,
+) -> Result<View> {
     let manifest = || Manifest::read(&**fs, dir);
     let mut last_error = None;
     for _ in 0..VIEW_ATTEMPTS {
         let before = manifest()?;
-        let error = match load_view(fs, dir, options, true) {
+        let error = match load_view(fs, dir, options, true, cache) {
             Ok(view) if still_complete(&view.m, manifest()?.as_ref()) => return Ok(view),
             Ok(_) => None,
             // A writer renaming a torn log changes no manifest.
@@ -230,7 +238,13 @@ fn is_not_found(e: &Error) -> bool {
 
 /// Loads the view in `dir` (steps 3 to 6 of the module documentation);
 /// read-write, it also removes garbage and syncs the replayed logs.
-fn load_view(fs: &Arc<dyn Fs>, dir: &Path, options: &Options, read_only: bool) -> Result<View> {
+fn load_view(
+    fs: &Arc<dyn Fs>,
+    dir: &Path,
+    options: &Options,
+    read_only: bool,
+    cache: &Option<Arc<ValueCache>>,
+) -> Result<View> {
     let io = |p: &Path| {
         let p = p.to_path_buf();
         move |e| Error::io(p, e)
@@ -340,7 +354,8 @@ fn load_view(fs: &Arc<dyn Fs>, dir: &Path, options: &Options, read_only: bool) -
         .collect();
     for e in &m.segments {
         let path = filename::path(dir, e.number, FileKind::Segment);
-        let s = Segment::open(fs, &path, e.number, &lookup, options.resident_index)?;
+        let mut s = Segment::open(fs, &path, e.number, &lookup, options.resident_index)?;
+        s.set_value_cache(cache.clone());
         let tree = trees.iter_mut().find(|t| t.id == e.family);
         match tree {
             Some(t) if crate::core::entry_of(e.family, &s) == *e => t.segments.push(Arc::new(s)),

@@ -318,6 +318,61 @@ fn resident_index_is_counted_and_changes_no_result() {
     }
 }
 
+/// Reads through the value cache answer what reads without it do, before
+/// and after overwrites, deletes, a merge and a reopen (a cached value is
+/// never served for a key rewritten since); repeated reads hit it, and
+/// stats count them.
+#[test]
+fn value_cache_serves_repeated_reads_and_never_a_stale_value() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let uncached = tempfile::tempdir().expect("tempdir");
+    let open = |path: &std::path::Path, cache: usize| {
+        let options = Options {
+            value_cache_bytes: cache,
+            ..common::small()
+        };
+        DB::open(path, options).expect("open")
+    };
+    let value =
+        |round: u32, i: u32| format!("round {round} value {i} {}", "z".repeat((i % 50) as usize));
+    let (db, plain) = (open(dir.path(), 1 << 20), open(uncached.path(), 0));
+    for round in 0..3u32 {
+        for i in (0..2_000u32).filter(|i| round == 0 || i % (round + 2) == 0) {
+            let k = format!("key{i:05}");
+            for d in [&db, &plain] {
+                if round == 2 && i % 8 == 0 {
+                    d.delete(&k).expect("delete");
+                } else {
+                    d.put(&k, value(round, i)).expect("put");
+                }
+            }
+        }
+        for d in [&db, &plain] {
+            d.flush().expect("flush");
+        }
+        for _ in 0..2 {
+            assert_eq!(common::all(&db), common::all(&plain), "round {round}");
+            for i in (0..2_000u32).step_by(3) {
+                let k = format!("key{i:05}");
+                assert_eq!(db.get(&k).expect("get"), plain.get(&k).expect("get"), "{k}");
+            }
+        }
+        db.compact().expect("compact");
+    }
+    let stats = db.stats().expect("stats");
+    assert!(stats.value_cache.hits > 2_000, "{:?}", stats.value_cache);
+    assert!(stats.value_cache.values > 0);
+    assert!(stats.value_cache.charged_bytes <= stats.value_cache.capacity_bytes);
+    assert_eq!(
+        plain.stats().expect("stats").value_cache,
+        pith::ValueCacheStats::default()
+    );
+    drop(db);
+    let db = open(dir.path(), 1 << 20);
+    assert_eq!(common::all(&db), common::all(&plain), "after reopen");
+    db.verify().expect("verify");
+}
+
 /// Integer keys close together (four bytes, big-endian, every third one
 /// missing) get a dense-key trie and no Bloom filter; every read still
 /// answers, before and after a merge and a reopen: gets of present keys,

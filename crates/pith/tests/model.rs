@@ -94,6 +94,8 @@ fn options(clock: &ManualClock) -> Options {
         memtable_bytes: 1024,
         merge_trigger: 2,
         stall_segments: 10,
+        // Small enough that the value cache evicts all the time.
+        value_cache_bytes: 64 << 10,
         ..Options::default()
     }
 }

@@ -65,16 +65,21 @@
  * comparator          see "Key order".
  * env                 only the default environment exists; accepted.
  * info_log            accepted (LevelDB's C API cannot create a logger).
- * cache, block_size, block_restart_interval, max_open_files,
- * max_file_size, compression
+ * cache              its capacity becomes PithDB's value cache (decoded
+ *                     values of segments; default 8 MiB). Each database
+ *                     opened with the cache gets a cache of that size of
+ *                     its own: the cache object is not shared.
+ * block_size, block_restart_interval, max_open_files, max_file_size,
+ * compression
  *                     accepted and reported by the "pith.options"
  *                     property, with no effect: PithDB reads records from
  *                     mmapped, globally compressed segments, with no
- *                     block cache, no blocks and no table files to cap;
- *                     it always compresses, choosing the codec itself.
+ *                     blocks and no table files to cap; it always
+ *                     compresses, choosing the codec itself.
  * verify_checksums, fill_cache (read options)
  *                     accepted; PithDB checks every segment section's
- *                     checksum when it opens it, and has no cache to fill.
+ *                     checksum when it opens it, and every value read
+ *                     fills the value cache.
  * sync (write options) as in LevelDB: fsync the log before returning.
  * snapshot (read options) as in LevelDB.
  */
@@ -101,7 +106,7 @@ extern "C" {
 /* ---- Handle types (opaque) ---- */
 
 typedef struct leveldb_t leveldb_t;                   /* an open database */
-typedef struct leveldb_cache_t leveldb_cache_t;       /* a block cache (accepted, unused) */
+typedef struct leveldb_cache_t leveldb_cache_t;       /* sizes each database's value cache */
 typedef struct leveldb_comparator_t leveldb_comparator_t;
 typedef struct leveldb_env_t leveldb_env_t;           /* the environment (one default) */
 typedef struct leveldb_filelock_t leveldb_filelock_t; /* declared for LevelDB compatibility; no function uses it */

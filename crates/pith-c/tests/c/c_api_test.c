@@ -510,6 +510,7 @@ int main(int argc, char** argv) {
   prop = leveldb_property_value(db, "pith.options");
   CHECK(prop != NULL && strstr(prop, "block_size: 1024") != NULL);
   CHECK(strstr(prop, "paranoid_checks: true") != NULL);
+  CHECK(strstr(prop, "cache: 1048576 (PithDB value_cache_bytes: 1048576") != NULL);
   leveldb_free(prop);
   prop = leveldb_property_value(db, "pith.stats");
   CHECK(prop != NULL && prop[0] == '{' && strstr(prop, "\"segments\"") != NULL);

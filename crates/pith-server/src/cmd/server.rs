@@ -281,6 +281,12 @@ fn stats_figures(db: &pith::DB) -> pith::Result<Vec<(&'static str, String)>> {
         ),
         ("pith_models", s.models.len().to_string()),
         (
+            "pith_value_cache_bytes",
+            s.value_cache.charged_bytes.to_string(),
+        ),
+        ("pith_value_cache_hits", s.value_cache.hits.to_string()),
+        ("pith_value_cache_misses", s.value_cache.misses.to_string()),
+        (
             "pith_compression_ratio",
             format!("{:.2}", raw as f64 / s.disk_bytes.max(1) as f64),
         ),

@@ -34,6 +34,7 @@ use crate::dbformat::{expired, tag_kind, tag_seq};
 use crate::env::{FileBytes, Fs};
 use crate::error::{Error, Result};
 use crate::model_file::ModelFile;
+use crate::value_cache::ValueCache;
 pub(crate) use bloom::hash as key_hash;
 use bloom::Bloom;
 use expiry::Expiry;
@@ -67,6 +68,8 @@ pub(crate) struct Segment {
     /// The shared model its store is encoded with, if any (held so the
     /// model outlives every segment using it).
     model: Option<Arc<ModelFile>>,
+    /// The database's cache of decoded values, if it keeps one.
+    cache: Option<Arc<ValueCache>>,
     /// Copies of the sections a lookup walks, when kept resident (the
     /// views borrow it instead of `map`). A `Vec`, not a `Box`: moving a
     /// box asserts unique access to what it points to, which the views
@@ -427,6 +430,7 @@ impl Segment {
             obsolete: AtomicBool::new(false),
             fs: None,
             model,
+            cache: None,
             resident,
             map,
         })
@@ -538,8 +542,29 @@ impl Segment {
         self.store.prefetch_record(r);
     }
 
-    /// Replaces `out` with record `r`'s value.
+    /// Reads values through `cache` from now on (the database's
+    /// [`ValueCache`]; set once, after open).
+    pub(crate) fn set_value_cache(&mut self, cache: Option<Arc<ValueCache>>) {
+        self.cache = cache;
+    }
+
+    /// Replaces `out` with record `r`'s value: from the value cache when
+    /// it holds it, else decoded (and then cached).
     pub(crate) fn value(&self, r: u64, out: &mut Vec<u8>) -> Result<()> {
+        let Some(cache) = &self.cache else {
+            return self.decode(r, out);
+        };
+        if !cache.get(self.number, r, out) {
+            self.decode(r, out)?;
+            cache.insert(self.number, r, out);
+        }
+        Ok(())
+    }
+
+    /// Replaces `out` with record `r`'s value, decoded from the store,
+    /// the value cache neither read nor filled (merges: a merge reading
+    /// every record would evict what readers use).
+    pub(crate) fn decode(&self, r: u64, out: &mut Vec<u8>) -> Result<()> {
         self.store
             .get(r, out)
             .map_err(|e| Error::from_zip(&self.path, self.header.sections[format::STORE].offset, e))
