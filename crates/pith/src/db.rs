@@ -165,12 +165,12 @@ fn get_in(
     let live = |tag: u64, deadline: u64, value: Vec<u8>| {
         (tag_kind(tag) == Kind::Put && !expired(deadline, now)).then_some((value, deadline))
     };
+    let hash = crate::dbformat::key_hash(key);
     for m in std::iter::once(&st.mem).chain(st.frozen.iter().rev()) {
-        if let Some(v) = m.get(key, snap, now, with_value) {
+        if let Some(v) = m.get(key, hash, snap, now, with_value) {
             return Ok(live(v.tag, v.deadline, v.value));
         }
     }
-    let hash = crate::segment::key_hash(key);
     let mut out = Vec::new();
     for s in st.segments.iter().rev() {
         let decode_into = with_value.then_some(&mut out);

@@ -70,6 +70,33 @@ pub(crate) fn max_tag(seq: u64) -> u64 {
     seq << 8 | 0xff
 }
 
+/// A 64-bit hash of a key: 8 bytes at a time, multiply and rotate, with a
+/// final avalanche (our own, so the on-disk filter never changes with a
+/// dependency's hash). Segments' Bloom filters are built on it (so it is
+/// part of the segment format) and memtables index keys by it; a read
+/// hashes its key once for both.
+pub(crate) fn key_hash(key: &[u8]) -> u64 {
+    const M: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut h = (key.len() as u64).wrapping_mul(M) ^ 0x5851_F42D_4C95_7F2D;
+    let mut chunks = key.chunks_exact(8);
+    for c in &mut chunks {
+        h = (h ^ pith_enc::le::u64_padded(c))
+            .wrapping_mul(M)
+            .rotate_left(29);
+    }
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        h = (h ^ pith_enc::le::u64_padded(rest))
+            .wrapping_mul(M)
+            .rotate_left(29);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xC4CE_B9FE_1A85_EC53);
+    h ^ (h >> 33)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

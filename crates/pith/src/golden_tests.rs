@@ -242,8 +242,8 @@ fn segment_with_a_deadline_matches_docs() {
 /// they open, verify and answer, so databases written then keep working.
 #[test]
 fn segments_written_before_trie_v3_still_open_and_read() {
+    use crate::dbformat::key_hash as hash;
     use crate::dbformat::{tag_kind, Kind, NO_DEADLINE};
-    use crate::segment::bloom::hash;
     let doc = include_str!("../testdata/legacy-segments.md");
     for (name, deadline) in [
         ("legacy-segment-v1-trie-v1", NO_DEADLINE),

@@ -109,7 +109,7 @@
 // Layers, bottom to top: each module imports only modules before it on
 // this line, so none imports one that imports it back (the `layering`
 // test reads the line and checks every module's imports against it).
-// layers: dbformat family clock filename env error priority batch records wal manifest memtable iter search model_file segment merge options core training write bulk background recovery reads db fuzz
+// layers: dbformat family clock filename env error priority batch records wal manifest memtable iter search model_file value_cache segment merge options core training write bulk background recovery reads db fuzz
 mod background;
 mod batch;
 mod bulk;

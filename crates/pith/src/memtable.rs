@@ -9,6 +9,12 @@
 //! sequence number; the engine publishes a batch's sequence numbers only
 //! after all of its versions are inserted.
 //!
+//! Point reads ([`Memtable::get`]) go through the skip list's hash index
+//! by the key's [`key_hash`] (the one its Bloom filter probes use), not
+//! down the list: in a full memtable a search was most of a read's time
+//! (readwhilewriting on debian-packages: 345K reads/s searching, 901K
+//! through the index).
+//!
 //! Thread safety: any number of readers with one writer at a time (the
 //! group-commit leader; the skip list serializes writers regardless).
 
@@ -17,7 +23,7 @@ mod skiplist;
 
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 
-use crate::dbformat::{expired, max_tag, tag, tag_kind, Kind};
+use crate::dbformat::{expired, key_hash, max_tag, tag, tag_kind, Kind};
 
 pub(crate) use skiplist::Entry as MemEntry;
 use skiplist::SkipList;
@@ -74,7 +80,8 @@ impl Memtable {
     /// Adds a version expiring at `deadline` (`NO_DEADLINE` for never).
     /// Called by one writer at a time.
     pub(crate) fn insert(&self, key: &[u8], seq: u64, kind: Kind, value: &[u8], deadline: u64) {
-        self.list.insert(key, tag(seq, kind), deadline, value);
+        let hash = key_hash(key);
+        self.list.insert(key, hash, tag(seq, kind), deadline, value);
         self.max_seq.fetch_max(seq, AtomicOrdering::Relaxed);
     }
 
@@ -97,10 +104,18 @@ impl Memtable {
         self.max_seq.load(AtomicOrdering::Relaxed)
     }
 
-    /// The newest version of `key` visible at `snap`; its value is copied
-    /// only when `with_value` and it is a put not expired at `now`.
-    pub(crate) fn get(&self, key: &[u8], snap: u64, now: u64, with_value: bool) -> Option<Version> {
-        let e = self.visible(key, snap)?;
+    /// The newest version of `key` (whose [`key_hash`] is `hash`) visible
+    /// at `snap`, found through the hash index; its value is copied only
+    /// when `with_value` and it is a put not expired at `now`.
+    pub(crate) fn get(
+        &self,
+        key: &[u8],
+        hash: u64,
+        snap: u64,
+        now: u64,
+        with_value: bool,
+    ) -> Option<Version> {
+        let e = self.list.get(key, hash, max_tag(snap))?;
         let live = with_value && tag_kind(e.tag()) == Kind::Put && !expired(e.deadline(), now);
         Some(Version {
             tag: e.tag(),
@@ -190,17 +205,21 @@ mod tests {
         m.insert(b"b", 2, Kind::Delete, b"", NO_DEADLINE);
         m.insert(b"c", 5, Kind::Put, b"c5", NO_DEADLINE);
         assert_eq!(
-            m.get(b"a", 10, 0, true).map(|v| v.value),
+            m.get(b"a", key_hash(b"a"), 10, 0, true).map(|v| v.value),
             Some(b"a3".to_vec())
         );
         assert_eq!(
-            m.get(b"a", 2, 0, true).map(|v| v.value),
+            m.get(b"a", key_hash(b"a"), 2, 0, true).map(|v| v.value),
             Some(b"a1".to_vec())
         );
-        assert_eq!(m.get(b"a", 2, 0, false).map(|v| v.value), Some(Vec::new()));
-        assert!(m.get(b"a", 0, 0, true).is_none());
         assert_eq!(
-            m.get(b"b", 9, 0, true).map(|v| tag_kind(v.tag)),
+            m.get(b"a", key_hash(b"a"), 2, 0, false).map(|v| v.value),
+            Some(Vec::new())
+        );
+        assert!(m.get(b"a", key_hash(b"a"), 0, 0, true).is_none());
+        assert_eq!(
+            m.get(b"b", key_hash(b"b"), 9, 0, true)
+                .map(|v| tag_kind(v.tag)),
             Some(Kind::Delete)
         );
         let f = m.next_visible(b"a", false, 4).map(|f| f.key);
@@ -221,9 +240,9 @@ mod tests {
     fn an_expired_put_is_found_without_its_value() {
         let m = Memtable::new(1);
         m.insert(b"k", 1, Kind::Put, b"value", 100);
-        let live = m.get(b"k", 1, 99, true).expect("found");
+        let live = m.get(b"k", key_hash(b"k"), 1, 99, true).expect("found");
         assert_eq!((live.deadline, live.value.as_slice()), (100, &b"value"[..]));
-        let gone = m.get(b"k", 1, 100, true).expect("found");
+        let gone = m.get(b"k", key_hash(b"k"), 1, 100, true).expect("found");
         assert_eq!((gone.deadline, gone.value.len()), (100, 0));
         assert_eq!(m.next_visible(b"", true, 1).map(|f| f.deadline), Some(100));
     }

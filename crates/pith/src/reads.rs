@@ -24,7 +24,7 @@ use crate::core::{State, Tree};
 use crate::dbformat::{expired, tag_kind, Kind};
 use crate::error::{Error, Result};
 use crate::family::ColumnFamily;
-use crate::segment::{self, Segment};
+use crate::segment::Segment;
 
 /// Reads between a read's lookup and its decoding. Half of it is the
 /// distance between the prefetch of its offsets and that of its bytes:
@@ -63,14 +63,14 @@ pub(crate) fn get_into(
     let live = |tag: u64, deadline: u64| {
         (tag_kind(tag) == Kind::Put && !expired(deadline, now)).then_some(deadline)
     };
+    let hash = crate::dbformat::key_hash(key);
     for m in std::iter::once(&t.mem).chain(t.frozen.iter().rev()) {
-        if let Some(v) = m.get(key, snap, now, true) {
+        if let Some(v) = m.get(key, hash, snap, now, true) {
             out.clear();
             out.extend_from_slice(&v.value);
             return Ok(live(v.tag, v.deadline));
         }
     }
-    let hash = segment::key_hash(key);
     for s in t.segments.iter().rev() {
         if let Some((tag, deadline)) = s.get(key, hash, snap, now, Some(&mut *out))? {
             return Ok(live(tag, deadline));

@@ -51,7 +51,7 @@ pub(crate) struct ValueCache {
     shard_capacity: usize,
 }
 
-/// Counts of a [`ValueCache`], for stats.
+/// Counts of the database's cache of decoded values, for stats ([`crate::Stats::value_cache`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ValueCacheStats {
     /// The budget ([`crate::Options::value_cache_bytes`]).

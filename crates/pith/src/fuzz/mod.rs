@@ -23,7 +23,7 @@ pub fn segment(data: &[u8]) {
     };
     let mut out = Vec::new();
     for (id, key) in seg.trie().iter().take(1000) {
-        let hash = crate::segment::key_hash(&key);
+        let hash = crate::dbformat::key_hash(&key);
         let _ = seg.get(&key, hash, u64::MAX >> 8, 0, Some(&mut out));
         let _ = seg.get(&key, hash, u64::MAX >> 8, 0, None);
         for (tag, r) in seg.versions(id) {

@@ -7,7 +7,8 @@
 //! is at most [`INLINE_VALUE_BYTES`]:
 //!
 //! ```text
-//! Header (tag, deadline, key_len, value_len, height, value: null) | next[height] | key | value
+//! Header (tag, deadline, key_len, value_len, height, value: null, older)
+//!   | next[height] | key | value
 //! ```
 //!
 //! A longer value goes to an arena of its own and the header points at
@@ -35,6 +36,11 @@
 //!   `Acquire`, so a reader that reaches a node sees all of it;
 //! * `height` only grows; a reader that sees a stale height starts lower,
 //!   one that sees a new height with unset head links skips the level.
+//!
+//! Point reads do not walk the list: a hash index ([`index`]) finds each
+//! key's newest version, and each version points at the next older one of
+//! its key, so [`SkipList::get`] touches a node or two instead of the
+//! twenty-odd of a search (each a cache miss in a full memtable).
 //!
 //! Thread safety: [`SkipList::insert`] serializes writers on a lock (the
 //! engine has one writer at a time anyway, the group-commit leader); reads
@@ -70,6 +76,9 @@ struct Header {
     _pad: u32,
     /// The value in the value arena; null when it follows the key.
     value: *const u8,
+    /// The next older version of the same key, if any (the hash index's
+    /// version chain; see [`index`]).
+    older: AtomicPtr<Header>,
 }
 
 const HEADER_BYTES: usize = std::mem::size_of::<Header>();
@@ -185,14 +194,18 @@ struct Writer {
     values: Arena,
     /// xorshift state for tower heights.
     rng: u64,
+    /// The hash index's tables.
+    tables: index::Tables,
 }
 
 /// The skip list. See the module docs.
 pub(crate) struct SkipList {
     head: Node,
+    index: index::HashIndex,
     height: AtomicUsize,
     len: AtomicUsize,
-    /// Bytes of nodes and values (headers, links, keys, values, padding).
+    /// Bytes of nodes and values (headers, links, keys, values, padding)
+    /// and of the hash index's tables.
     bytes: AtomicUsize,
     writer: Mutex<Writer>,
 }
@@ -222,10 +235,12 @@ impl SkipList {
                 height: MAX_HEIGHT as u32,
                 _pad: 0,
                 value: std::ptr::null(),
+                older: AtomicPtr::new(std::ptr::null_mut()),
             })
         };
         SkipList {
             head,
+            index: index::HashIndex::new(),
             height: AtomicUsize::new(1),
             len: AtomicUsize::new(0),
             bytes: AtomicUsize::new(0),
@@ -233,6 +248,7 @@ impl SkipList {
                 arena,
                 values: Arena::new(),
                 rng: 0x9E37_79B9_7F4A_7C15,
+                tables: index::Tables::default(),
             }),
         }
     }
@@ -255,9 +271,11 @@ impl SkipList {
         w.arena.reserved() + w.values.reserved()
     }
 
-    /// Adds a version. A version with the same key and tag as one already
-    /// held (the engine never makes one) is placed before it.
-    pub(crate) fn insert(&self, key: &[u8], tag: u64, deadline: u64, value: &[u8]) {
+    /// Adds a version; `hash` is the key's (the engine's key hash, as
+    /// every call for this list must use). A version with the same key and
+    /// tag as one already held (the engine never makes one) is placed
+    /// before it.
+    pub(crate) fn insert(&self, key: &[u8], hash: u64, tag: u64, deadline: u64, value: &[u8]) {
         let key_len = u32::try_from(key.len()).expect("memtable key under 4 GiB");
         let value_len = u32::try_from(value.len()).expect("memtable value under 4 GiB");
         let mut w = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
@@ -295,6 +313,7 @@ impl SkipList {
                 height: height as u32,
                 _pad: 0,
                 value: apart,
+                older: AtomicPtr::new(std::ptr::null_mut()),
             });
             let at = node.cast::<u8>().add(key_offset(height));
             std::ptr::copy_nonoverlapping(key.as_ptr(), at.as_ptr(), key.len());
@@ -315,10 +334,21 @@ impl SkipList {
                 link(*p, level).store(node.as_ptr(), AtomicOrdering::Release);
             }
         }
+        // SAFETY: `node` is fully written and linked, with a null `older`;
+        // the writer lock is held and the tables are this list's.
+        let index_bytes = unsafe { self.index.add(&mut w.tables, node, key, hash, tag) };
         self.len.fetch_add(1, AtomicOrdering::Relaxed);
+        self.bytes.fetch_add(index_bytes, AtomicOrdering::Relaxed);
         let value_size = if inline { 0 } else { value.len() };
         let size = node_size.next_multiple_of(8) + value_size.next_multiple_of(8);
         self.bytes.fetch_add(size, AtomicOrdering::Relaxed);
+    }
+
+    /// The newest version of `key` (whose hash is `hash`) with a tag at
+    /// most `tag`: what `seek_ge(key, tag)` finds when it is of `key`,
+    /// through the index.
+    pub(crate) fn get(&self, key: &[u8], hash: u64, tag: u64) -> Option<Entry<'_>> {
+        self.index.get(key, hash, tag).map(Entry::new)
     }
 
     /// The first version at or after (`key`, `tag`) in the list's order.
@@ -419,5 +449,6 @@ fn random_height(rng: &mut u64) -> usize {
     levels.min(MAX_HEIGHT)
 }
 
+mod index;
 #[cfg(test)]
 mod tests;

@@ -5,31 +5,7 @@
 //! so a query hashes the key once. With 10 bits per key and k = 7 the false
 //! positive rate is about 1%; a miss costs one hash and at most k word
 //! loads, far less than a trie lookup that fails deep in the structure.
-
-/// A 64-bit hash of a key: 8 bytes at a time, multiply and rotate, with a
-/// final avalanche (our own, so the on-disk filter never changes with a
-/// dependency's hash).
-pub(crate) fn hash(key: &[u8]) -> u64 {
-    const M: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut h = (key.len() as u64).wrapping_mul(M) ^ 0x5851_F42D_4C95_7F2D;
-    let mut chunks = key.chunks_exact(8);
-    for c in &mut chunks {
-        h = (h ^ pith_enc::le::u64_padded(c))
-            .wrapping_mul(M)
-            .rotate_left(29);
-    }
-    let rest = chunks.remainder();
-    if !rest.is_empty() {
-        h = (h ^ pith_enc::le::u64_padded(rest))
-            .wrapping_mul(M)
-            .rotate_left(29);
-    }
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xC4CE_B9FE_1A85_EC53);
-    h ^ (h >> 33)
-}
+//! The hash is [`crate::dbformat::key_hash`].
 
 fn probes(h: u64, k: u32, nbits: u64) -> impl Iterator<Item = u64> {
     let h1 = h;
@@ -99,6 +75,7 @@ impl<'a> Bloom<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dbformat::key_hash as hash;
 
     #[test]
     fn no_false_negatives_and_few_false_positives() {

@@ -35,7 +35,6 @@ use crate::env::{FileBytes, Fs};
 use crate::error::{Error, Result};
 use crate::model_file::ModelFile;
 use crate::value_cache::ValueCache;
-pub(crate) use bloom::hash as key_hash;
 use bloom::Bloom;
 use expiry::Expiry;
 use format::{Header, HeaderError, SECTIONS, SECTION_NAMES};

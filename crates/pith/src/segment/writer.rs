@@ -287,7 +287,7 @@ fn build(
         trie.push(&g.key)
             .map_err(|e| Error::Internal(format!("segment build: {e}")))?;
         raw_key_bytes += g.key.len() as u64;
-        hashes.push(bloom::hash(&g.key));
+        hashes.push(crate::dbformat::key_hash(&g.key));
         let expires = |&(t, v): &(u64, ValueRef)| {
             (tag_kind(t) == Kind::Put && v.deadline != NO_DEADLINE).then_some(v.deadline)
         };

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use proptest::prelude::*;
 
 use super::*;
+use crate::dbformat::key_hash;
 
 type Model = BTreeMap<(Vec<u8>, Reverse<u64>), (u64, Vec<u8>)>;
 
@@ -25,6 +26,18 @@ fn model_entries(model: &Model) -> Vec<(Vec<u8>, u64, u64, Vec<u8>)> {
         .iter()
         .map(|((k, Reverse(t)), (d, v))| (k.clone(), *t, *d, v.clone()))
         .collect()
+}
+
+/// A poor hash on purpose (the length and first byte), so that keys
+/// collide in the index and its probing is exercised; the engine's is
+/// `dbformat::key_hash`.
+fn h(key: &[u8]) -> u64 {
+    key.len() as u64 * 31 + key.first().map_or(0, |&b| u64::from(b) & 1)
+}
+
+/// The newest version of `key` at or below `tag`, as a search finds it.
+fn visible(list: &SkipList, key: &[u8], tag: u64) -> Option<(Vec<u8>, u64)> {
+    as_tuple(list.seek_ge(key, tag).filter(|e| e.key() == key))
 }
 
 fn as_tuple(e: Option<Entry<'_>>) -> Option<(Vec<u8>, u64)> {
@@ -44,11 +57,11 @@ fn empty_list_finds_nothing() {
 #[test]
 fn versions_sort_by_key_then_newest_first() {
     let list = SkipList::new();
-    list.insert(b"b", 5, 0, b"b5");
-    list.insert(b"a", 3, 7, b"a3");
-    list.insert(b"b", 9, 0, b"b9");
-    list.insert(b"", 1, 0, b"empty key");
-    list.insert(b"a", 4, 0, b"");
+    list.insert(b"b", h(b"b"), 5, 0, b"b5");
+    list.insert(b"a", h(b"a"), 3, 7, b"a3");
+    list.insert(b"b", h(b"b"), 9, 0, b"b9");
+    list.insert(b"", h(b""), 1, 0, b"empty key");
+    list.insert(b"a", h(b"a"), 4, 0, b"");
     let got: Vec<(Vec<u8>, u64)> = list.iter().map(|e| (e.key().to_vec(), e.tag())).collect();
     let want: Vec<(Vec<u8>, u64)> = vec![
         (b"".to_vec(), 1),
@@ -76,10 +89,10 @@ fn values_past_the_inline_limit_live_apart_and_read_back() {
     let list = SkipList::new();
     let at_limit = vec![1u8; INLINE_VALUE_BYTES];
     let past = vec![2u8; INLINE_VALUE_BYTES + 1];
-    list.insert(b"a", 1, 0, &at_limit);
+    list.insert(b"a", h(b"a"), 1, 0, &at_limit);
     let one_inline = list.bytes();
-    list.insert(b"b", 2, 0, &past);
-    list.insert(b"c", 3, 0, b"");
+    list.insert(b"b", h(b"b"), 2, 0, &past);
+    list.insert(b"c", h(b"c"), 3, 0, b"");
     let got: Vec<Vec<u8>> = list.iter().map(|e| e.value().to_vec()).collect();
     assert_eq!(got, vec![at_limit.clone(), past.clone(), Vec::new()]);
     let apart: Vec<bool> = list.iter().map(|e| !e.header().value.is_null()).collect();
@@ -92,8 +105,8 @@ fn values_past_the_inline_limit_live_apart_and_read_back() {
 fn large_values_get_chunks_of_their_own() {
     let list = SkipList::new();
     let big = vec![7u8; super::super::arena::CHUNK_BYTES];
-    list.insert(b"big", 1, 0, &big);
-    list.insert(b"small", 2, 0, b"v");
+    list.insert(b"big", h(b"big"), 1, 0, &big);
+    list.insert(b"small", h(b"small"), 2, 0, b"v");
     let e = list.seek_ge(b"big", u64::MAX).expect("big");
     assert_eq!(e.value(), &big[..]);
     // The first chunk (the head, "small") and the big value's own.
@@ -111,6 +124,7 @@ enum Op {
     Insert(Vec<u8>, u64, u64, Vec<u8>),
     SeekGe(Vec<u8>, u64),
     SeekLt(Vec<u8>, u64),
+    Get(Vec<u8>, u64),
 }
 
 fn key() -> impl Strategy<Value = Vec<u8>> {
@@ -124,6 +138,7 @@ fn op() -> impl Strategy<Value = Op> {
             .prop_map(|(k, t, d, v)| Op::Insert(k, t, d, v)),
         1 => (key(), 0u64..42).prop_map(|(k, t)| Op::SeekGe(k, t)),
         1 => (key(), 0u64..42).prop_map(|(k, t)| Op::SeekLt(k, t)),
+        2 => (key(), 0u64..42).prop_map(|(k, t)| Op::Get(k, t)),
     ]
 }
 
@@ -140,12 +155,16 @@ proptest! {
                     if model.contains_key(&(k.clone(), Reverse(t))) {
                         continue; // the engine never repeats a (key, tag)
                     }
-                    list.insert(&k, t, d, &v);
+                    list.insert(&k, h(&k), t, d, &v);
                     model.insert((k, Reverse(t)), (d, v));
                 }
                 Op::SeekGe(k, t) => {
                     let want = model.range((k.clone(), Reverse(t))..).next().map(|((k, Reverse(t)), _)| (k.clone(), *t));
                     prop_assert_eq!(as_tuple(list.seek_ge(&k, t)), want);
+                }
+                Op::Get(k, t) => {
+                    let want = model.range((k.clone(), Reverse(t))..).next().map(|((k, Reverse(t)), _)| (k.clone(), *t)).filter(|(mk, _)| *mk == k);
+                    prop_assert_eq!(as_tuple(list.get(&k, h(&k), t)), want);
                 }
                 Op::SeekLt(k, t) => {
                     let want = model.range(..(k.clone(), Reverse(t))).next_back().map(|((k, Reverse(t)), _)| (k.clone(), *t));
@@ -157,6 +176,12 @@ proptest! {
         prop_assert_eq!(list.len(), model.len());
         let last = model.keys().next_back().map(|(k, Reverse(t))| (k.clone(), *t));
         prop_assert_eq!(as_tuple(list.last()), last);
+        // Every key at every tag, through the index and through a search.
+        for (k, _) in model.keys() {
+            for t in 0..42 {
+                prop_assert_eq!(as_tuple(list.get(k, h(k), t)), visible(&list, k, t));
+            }
+        }
     }
 }
 
@@ -183,6 +208,17 @@ fn readers_see_whole_sorted_versions_while_a_writer_inserts() {
                             .expect("announced version");
                         assert_eq!((e.key(), e.tag()), (&key_of(i)[..], i as u64));
                         assert_eq!(e.value(), &value_of(i)[..]);
+                        // The index finds it too, or a newer version of its
+                        // key, never an older one.
+                        let k = key_of(i);
+                        let got = list
+                            .get(&k, key_hash(&k), u64::MAX)
+                            .expect("indexed version");
+                        assert!(got.key() == &k[..] && got.tag() >= i as u64);
+                        let at = list
+                            .get(&k, key_hash(&k), i as u64)
+                            .expect("indexed at its tag");
+                        assert_eq!((at.tag(), at.value()), (i as u64, &value_of(i)[..]));
                     }
                     // A walk is sorted and holds at least what was announced.
                     let mut count = 0;
@@ -204,7 +240,7 @@ fn readers_see_whole_sorted_versions_while_a_writer_inserts() {
         })
         .collect();
     for i in 0..n {
-        list.insert(&key_of(i), i as u64, 0, &value_of(i));
+        list.insert(&key_of(i), key_hash(&key_of(i)), i as u64, 0, &value_of(i));
         announced.store(i + 1, AtomicOrdering::Release);
     }
     for r in readers {
