@@ -66,7 +66,7 @@ impl Memtable {
     /// An empty memtable backed by `logs` (ascending).
     pub(crate) fn with_logs(logs: Vec<u64>) -> Self {
         Memtable {
-            list: SkipList::new(),
+            list: SkipList::new(key_hash),
             max_seq: AtomicU64::new(0),
             logs,
         }
@@ -80,8 +80,7 @@ impl Memtable {
     /// Adds a version expiring at `deadline` (`NO_DEADLINE` for never).
     /// Called by one writer at a time.
     pub(crate) fn insert(&self, key: &[u8], seq: u64, kind: Kind, value: &[u8], deadline: u64) {
-        let hash = key_hash(key);
-        self.list.insert(key, hash, tag(seq, kind), deadline, value);
+        self.list.insert(key, tag(seq, kind), deadline, value);
         self.max_seq.fetch_max(seq, AtomicOrdering::Relaxed);
     }
 

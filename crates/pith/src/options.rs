@@ -80,8 +80,9 @@ pub struct Options {
     /// the values, and the kernel may evict them.
     pub resident_index: bool,
     /// Bytes of decoded segment values kept in memory for reads to reuse
-    /// (values plus 64 bytes each), shared by every reader; default 8 MiB,
-    /// 0 for none. A value of a segment is otherwise decoded on every
+    /// (values plus 256 bytes for each entry of up to sixteen neighbouring
+    /// records), shared by every reader; default 8 MiB, 0 (or anything
+    /// under 32 KiB) for none. A value of a segment is otherwise decoded on every
     /// read, which is most of a scan's cost; the cache is PithDB's block
     /// cache, at the grain of a record (its hits skip the decode and the
     /// record's checksum, both done when the value came in). Values of

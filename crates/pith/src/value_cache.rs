@@ -9,19 +9,24 @@
 //! alone. Reads that hit skip the decode and the record's group checksum
 //! (both were done when the value came in).
 //!
-//! Keys are `(segment file number, record number)`. Segments never change
-//! and file numbers are never reused within an open database, so an entry
-//! is never stale: a rewritten key lives in another segment, under another
-//! key. Entries of segments a merge removed are unreachable and age out.
+//! An entry holds the values of up to sixteen neighbouring records of one
+//! segment, keyed by `(segment file number, record number >> 4)`.
+//! Segments never change and file numbers are never reused within an open
+//! database, so an entry is never stale: a rewritten key lives in another
+//! segment, under another key. Entries of segments a merge removed are
+//! unreachable and age out.
 //!
 //! Eviction is CLOCK (second chance) per shard: a hit sets the entry's
 //! bit; the hand clears set bits and evicts the first entry it finds
-//! clear. It needs no list to reorder on a hit, so a hit is a lookup and a
-//! copy under the shard's lock.
+//! clear, and a new entry takes the place of the last one evicted, just
+//! behind the hand, so it gets a whole turn before the hand comes back.
+//! No list is reordered on a hit, so a hit is a lookup and a copy under
+//! the shard's lock.
 //!
-//! Invariants: a shard's `charged` is the sum of [`charge`] over its
+//! Invariants: a shard's `charged` is the sum of `Slot::charge` over its
 //! entries and stays at most its capacity after each insert; `index` maps
-//! exactly the keys of `slots`, each to its position.
+//! exactly the keys of the filled slots, each to its position, and `free`
+//! lists exactly the empty ones.
 //!
 //! Thread safety: `Sync`; each of [`SHARDS`] shards has its own mutex, and
 //! a key's shard is chosen by its hash.
@@ -44,6 +49,10 @@ const GROUP: usize = 1 << GROUP_SHIFT;
 /// Bytes an entry costs beyond its value bytes: the slot with its spans,
 /// its index entry and the allocations' headers, rounded up.
 const ENTRY_OVERHEAD: usize = 256;
+
+/// The most an entry may charge, as a fraction of its shard: a few large
+/// entries must not evict everything else.
+const ENTRY_SHARE: usize = 8;
 
 /// Decoded values of segment records, within a byte budget.
 pub(crate) struct ValueCache {
@@ -73,7 +82,9 @@ type Key = (u64, u64);
 #[derive(Default)]
 struct Shard {
     index: HashMap<Key, usize, BuildHasherDefault<KeyHasher>>,
-    slots: Vec<Slot>,
+    slots: Vec<Option<Slot>>,
+    /// Positions of the empty slots, the last evicted last.
+    free: Vec<usize>,
     hand: usize,
     charged: usize,
     hits: u64,
@@ -105,9 +116,9 @@ fn lock(shard: &Mutex<Shard>) -> MutexGuard<'_, Shard> {
 
 impl ValueCache {
     /// A cache of at most `capacity_bytes` (values plus overhead); `None`
-    /// when that is 0.
+    /// when that is too little to hold an entry (under 32 KiB).
     pub(crate) fn new(capacity_bytes: usize) -> Option<ValueCache> {
-        if capacity_bytes == 0 {
+        if capacity_bytes.div_ceil(SHARDS) / ENTRY_SHARE <= ENTRY_OVERHEAD {
             return None;
         }
         Some(ValueCache {
@@ -117,7 +128,7 @@ impl ValueCache {
     }
 
     fn shard(&self, key: Key) -> &Mutex<Shard> {
-        &self.shards[(mix(key) >> 60) as usize % SHARDS]
+        &self.shards[shard_of(key)]
     }
 
     /// Replaces `out` with the value of record `record` of segment
@@ -129,7 +140,9 @@ impl ValueCache {
         let mut shard = lock(self.shard(key));
         let found = match shard.index.get(&key).copied() {
             Some(at) => {
-                let slot = &mut shard.slots[at];
+                let Some(slot) = shard.slots[at].as_mut() else {
+                    unreachable!("the index maps keys to filled slots");
+                };
                 match slot.spans[place] {
                     Some((start, len)) => {
                         slot.referenced = true;
@@ -153,7 +166,7 @@ impl ValueCache {
 
     /// Holds `value` as record `record` of segment `segment`, evicting
     /// what it must. An entry that would grow past an eighth of a shard
-    /// takes no more values (a few would evict too much).
+    /// ([`ENTRY_SHARE`]) takes no more values.
     pub(crate) fn insert(&self, segment: u64, record: u64, value: &[u8]) {
         let Ok(len) = u32::try_from(value.len()) else {
             return;
@@ -162,7 +175,10 @@ impl ValueCache {
         let place = record as usize % GROUP;
         let mut shard = lock(self.shard(key));
         if let Some(&at) = shard.index.get(&key) {
-            if shard.slots[at].spans[place].is_some() {
+            if shard.slots[at]
+                .as_ref()
+                .is_some_and(|s| s.spans[place].is_some())
+            {
                 return;
             }
         }
@@ -178,15 +194,16 @@ impl ValueCache {
             },
         };
         let start = slot.bytes.len();
-        if start + value.len() + ENTRY_OVERHEAD <= self.shard_capacity / 8 {
+        let fits = start + value.len() + ENTRY_OVERHEAD <= self.shard_capacity / ENTRY_SHARE;
+        if let (true, Ok(at)) = (fits, u32::try_from(start)) {
             slot.bytes.extend_from_slice(value);
-            slot.spans[place] = Some((start as u32, len));
+            slot.spans[place] = Some((at, len));
             if slot.spans.iter().all(Option::is_some) {
                 // Complete (a scan's usual case): give back the slack.
                 slot.bytes.shrink_to_fit();
             }
         }
-        if !slot.bytes.is_empty() {
+        if slot.spans.iter().any(Option::is_some) {
             shard.put(slot, self.shard_capacity);
         }
     }
@@ -203,6 +220,7 @@ impl ValueCache {
             stats.values += s
                 .slots
                 .iter()
+                .flatten()
                 .map(|x| x.spans.iter().flatten().count() as u64)
                 .sum::<u64>();
             stats.hits += s.hits;
@@ -213,55 +231,62 @@ impl ValueCache {
 }
 
 impl Shard {
-    /// Takes the entry of `key` out, if held.
+    /// Takes the entry of `key` out, if held, leaving its slot empty.
     fn remove(&mut self, key: Key) -> Option<Slot> {
         let at = self.index.remove(&key)?;
-        let slot = self.slots.swap_remove(at);
-        if let Some(moved) = self.slots.get(at) {
-            self.index.insert(moved.key, at);
-        }
-        if self.hand > self.slots.len() {
-            self.hand = 0;
-        }
+        let slot = self.slots[at].take()?;
+        self.free.push(at);
         self.charged -= slot.charge();
         Some(slot)
     }
 
     /// Holds `slot` (its key not held), evicting until it fits within
-    /// `capacity`.
+    /// `capacity`; it goes where the last eviction left room.
     fn put(&mut self, slot: Slot, capacity: usize) {
         let cost = slot.charge();
-        while self.charged + cost > capacity && !self.slots.is_empty() {
+        while self.charged + cost > capacity && self.charged > 0 {
             self.evict_one();
         }
-        self.index.insert(slot.key, self.slots.len());
+        let at = self.free.pop().unwrap_or_else(|| {
+            self.slots.push(None);
+            self.slots.len() - 1
+        });
+        self.index.insert(slot.key, at);
         self.charged += cost;
-        self.slots.push(slot);
+        self.slots[at] = Some(slot);
     }
 
     /// Evicts the first entry from the hand on whose bit is clear,
-    /// clearing set bits on the way. Stops within two turns of the hand
-    /// (after one every bit is clear). Does nothing when empty.
+    /// clearing set bits on the way, and moves the hand past it. Stops
+    /// within two turns of the hand (after one every bit is clear). Needs
+    /// an entry held (`charged > 0`).
     fn evict_one(&mut self) {
-        while !self.slots.is_empty() {
+        for _ in 0..2 * self.slots.len() + 1 {
             if self.hand >= self.slots.len() {
                 self.hand = 0;
             }
-            let slot = &mut self.slots[self.hand];
-            if slot.referenced {
-                slot.referenced = false;
-                self.hand += 1;
-                continue;
+            let at = self.hand;
+            self.hand += 1;
+            match &mut self.slots[at] {
+                None => {}
+                Some(slot) if slot.referenced => slot.referenced = false,
+                Some(slot) => {
+                    let key = slot.key;
+                    self.remove(key);
+                    return;
+                }
             }
-            let key = slot.key;
-            self.remove(key);
-            return;
         }
     }
 }
 
-/// A key's hash: both halves multiplied in, high bits mixed down (the
-/// shard takes the top four bits, the map the rest).
+/// The shard of a key: middle bits of its hash (the map's table uses the
+/// low bits for its buckets and the top seven as tags).
+fn shard_of(key: Key) -> usize {
+    (mix(key) >> 32) as usize % SHARDS
+}
+
+/// A key's hash: both halves multiplied in, high bits mixed down.
 fn mix((segment, group): Key) -> u64 {
     let h =
         (segment.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ group).wrapping_mul(0xD6E8_FEB8_6659_FD93);
@@ -304,23 +329,47 @@ mod tests {
         (0..len).map(|j| (i as usize * 31 + j) as u8).collect()
     }
 
-    /// Checks a shard's invariants: the index maps exactly the slots'
-    /// keys to their places, the charge is the sum of the entries', the
-    /// spans lie inside their buffers.
+    /// Checks a shard's invariants: the index maps exactly the filled
+    /// slots' keys to their places, `free` lists exactly the empty ones,
+    /// the charge is the sum of the entries', the spans lie inside their
+    /// buffers.
     fn check(c: &ValueCache) {
         for s in c.shards.iter() {
             let s = lock(s);
-            assert_eq!(s.index.len(), s.slots.len());
+            let filled = s.slots.iter().flatten().count();
+            assert_eq!(s.index.len(), filled);
+            let mut free = s.free.clone();
+            free.sort_unstable();
+            let empty: Vec<usize> = (0..s.slots.len())
+                .filter(|&i| s.slots[i].is_none())
+                .collect();
+            assert_eq!(free, empty);
             for (at, slot) in s.slots.iter().enumerate() {
+                let Some(slot) = slot else { continue };
                 assert_eq!(s.index.get(&slot.key), Some(&at));
                 for &(start, len) in slot.spans.iter().flatten() {
                     assert!((start + len) as usize <= slot.bytes.len());
                 }
             }
-            let charged: usize = s.slots.iter().map(Slot::charge).sum();
+            let charged: usize = s.slots.iter().flatten().map(Slot::charge).sum();
             assert_eq!(charged, s.charged);
             assert!(s.charged <= c.shard_capacity);
         }
+    }
+
+    /// `n` groups (as their first records) of segment 1 whose entries
+    /// fall in shard 0.
+    fn groups_of_shard_zero(n: usize) -> Vec<u64> {
+        (0..1_000_000u64)
+            .filter(|&g| shard_of((1, g)) == 0)
+            .take(n)
+            .map(|g| g << GROUP_SHIFT)
+            .collect()
+    }
+
+    /// A cache whose shards hold eight single-value entries of 100 bytes.
+    fn eight_per_shard() -> ValueCache {
+        ValueCache::new(SHARDS * 8 * (ENTRY_OVERHEAD + 100)).expect("a cache")
     }
 
     #[test]
@@ -328,17 +377,31 @@ mod tests {
         let c = ValueCache::new(1 << 20).expect("a cache");
         c.insert(7, 3, b"seven three");
         c.insert(7, 4, b"seven four");
+        c.insert(7, 6, b"");
         let mut out = b"old".to_vec();
         assert!(c.get(7, 3, &mut out));
         assert_eq!(out, b"seven three");
         assert!(c.get(7, 4, &mut out));
         assert_eq!(out, b"seven four");
+        assert!(c.get(7, 6, &mut out), "an empty value is held too");
+        assert!(out.is_empty());
+        out = b"old".to_vec();
         assert!(!c.get(7, 5, &mut out), "same group, not held");
         assert!(!c.get(7, 3 + GROUP as u64, &mut out), "next group");
         assert!(!c.get(8, 3, &mut out), "another segment");
-        assert_eq!(out, b"seven four", "a miss leaves out alone");
+        assert_eq!(out, b"old", "a miss leaves out alone");
         let s = c.stats();
-        assert_eq!((s.hits, s.misses, s.values), (2, 3, 2));
+        assert_eq!((s.hits, s.misses, s.values), (3, 3, 3));
+        check(&c);
+    }
+
+    #[test]
+    fn an_empty_value_alone_is_held() {
+        let c = ValueCache::new(1 << 20).expect("a cache");
+        c.insert(1, 0, b"");
+        let mut out = b"x".to_vec();
+        assert!(c.get(1, 0, &mut out));
+        assert!(out.is_empty());
         check(&c);
     }
 
@@ -354,8 +417,10 @@ mod tests {
     }
 
     #[test]
-    fn no_budget_is_no_cache() {
+    fn a_budget_too_small_for_an_entry_is_no_cache() {
         assert!(ValueCache::new(0).is_none());
+        assert!(ValueCache::new(SHARDS * ENTRY_SHARE * ENTRY_OVERHEAD).is_none());
+        assert!(ValueCache::new(SHARDS * ENTRY_SHARE * (ENTRY_OVERHEAD + 1)).is_some());
     }
 
     #[test]
@@ -392,36 +457,44 @@ mod tests {
 
     #[test]
     fn a_group_read_since_the_hand_passed_survives_the_next_eviction() {
-        // One shard, filled with eight single-value groups.
-        let c = ValueCache::new(SHARDS * 8 * (ENTRY_OVERHEAD + 100)).expect("a cache");
-        let shard_of = |k: Key| (mix(k) >> 60) as usize % SHARDS;
-        let groups: Vec<u64> = (0..100_000u64)
-            .filter(|&g| shard_of((1, g)) == 0)
-            .take(9)
-            .collect();
-        let record = |g: u64| g << GROUP_SHIFT;
-        for &g in &groups[..8] {
-            c.insert(1, record(g), &value(g, 100));
+        let c = eight_per_shard();
+        let records = groups_of_shard_zero(9);
+        for &r in &records[..8] {
+            c.insert(1, r, &value(r, 100));
         }
         check(&c);
         let mut out = Vec::new();
-        assert!(c.get(1, record(groups[0]), &mut out));
-        c.insert(1, record(groups[8]), &value(groups[8], 100));
+        assert!(c.get(1, records[0], &mut out));
+        c.insert(1, records[8], &value(records[8], 100));
         check(&c);
+        assert!(c.get(1, records[0], &mut out), "the read group was evicted");
         assert!(
-            c.get(1, record(groups[0]), &mut out),
-            "the read group was evicted"
-        );
-        assert!(
-            !c.get(1, record(groups[1]), &mut out),
+            !c.get(1, records[1], &mut out),
             "the hand's first clear group stayed"
         );
-        assert!(c.get(1, record(groups[8]), &mut out));
+        assert!(c.get(1, records[8], &mut out));
+    }
+
+    /// Entries nobody reads leave in the order they came: the newest is
+    /// not the next to go (a new entry takes the evicted one's place,
+    /// behind the hand).
+    #[test]
+    fn unread_entries_are_evicted_oldest_first() {
+        let c = eight_per_shard();
+        let records = groups_of_shard_zero(16);
+        for &r in &records {
+            c.insert(1, r, &value(r, 100));
+            check(&c);
+        }
+        let mut out = Vec::new();
+        for (i, &r) in records.iter().enumerate() {
+            assert_eq!(c.get(1, r, &mut out), i >= 8, "entry {i}");
+        }
     }
 
     #[test]
     fn a_group_past_an_eighth_of_a_shard_takes_no_more_values() {
-        let c = ValueCache::new(SHARDS * 8 * (ENTRY_OVERHEAD + 100)).expect("a cache");
+        let c = eight_per_shard();
         c.insert(1, 0, &[1u8; 100]);
         c.insert(1, 1, &[2u8; 10]);
         c.insert(1, 2, &[3u8; 200]);

@@ -37,10 +37,13 @@
 //! * `height` only grows; a reader that sees a stale height starts lower,
 //!   one that sees a new height with unset head links skips the level.
 //!
-//! Point reads do not walk the list: a hash index ([`index`]) finds each
-//! key's newest version, and each version points at the next older one of
-//! its key, so [`SkipList::get`] touches a node or two instead of the
-//! twenty-odd of a search (each a cache miss in a full memtable).
+//! Point reads do not walk the list once it holds [`INDEX_FROM`] versions:
+//! a hash index ([`index`]) finds each key's newest version, and each
+//! version points at the next older one of its key, so [`SkipList::get`]
+//! touches a node or two instead of the twenty-odd of a search (each a
+//! cache miss in a full memtable). A smaller list is searched: the index
+//! would cost more memory than it saves time there (a table's many small
+//! families each have a memtable).
 //!
 //! Thread safety: [`SkipList::insert`] serializes writers on a lock (the
 //! engine has one writer at a time anyway, the group-commit leader); reads
@@ -58,6 +61,10 @@ use super::arena::Arena;
 /// Tallest tower; with a branching factor of 4, enough for 4^12 (16M)
 /// versions before searches degrade.
 const MAX_HEIGHT: usize = 12;
+
+/// Versions from which the list keeps a hash index (built then from the
+/// versions held, kept up by every insert after).
+pub(crate) const INDEX_FROM: usize = 256;
 
 /// Longest value kept inside its node; longer ones go to the value arena.
 /// Short values (counters, index entries, deletes) cost no extra read;
@@ -202,6 +209,11 @@ struct Writer {
 pub(crate) struct SkipList {
     head: Node,
     index: index::HashIndex,
+    /// The key hash the index is built on (callers of [`SkipList::get`]
+    /// pass the same function's hash).
+    hash: fn(&[u8]) -> u64,
+    /// Versions at which the index is built.
+    index_from: usize,
     height: AtomicUsize,
     len: AtomicUsize,
     /// Bytes of nodes and values (headers, links, keys, values, padding)
@@ -220,8 +232,13 @@ unsafe impl Send for SkipList {}
 unsafe impl Sync for SkipList {}
 
 impl SkipList {
-    /// An empty list.
-    pub(crate) fn new() -> Self {
+    /// An empty list indexing keys by `hash` from [`INDEX_FROM`] versions.
+    pub(crate) fn new(hash: fn(&[u8]) -> u64) -> Self {
+        SkipList::with_index_from(hash, INDEX_FROM)
+    }
+
+    /// An empty list indexing keys by `hash` from `index_from` versions.
+    pub(crate) fn with_index_from(hash: fn(&[u8]) -> u64, index_from: usize) -> Self {
         let mut arena = Arena::new();
         let head = arena.alloc(key_offset(MAX_HEIGHT)).cast::<Header>();
         // SAFETY: `head` is fresh, zeroed, aligned and large enough for a
@@ -241,6 +258,8 @@ impl SkipList {
         SkipList {
             head,
             index: index::HashIndex::new(),
+            hash,
+            index_from,
             height: AtomicUsize::new(1),
             len: AtomicUsize::new(0),
             bytes: AtomicUsize::new(0),
@@ -271,11 +290,9 @@ impl SkipList {
         w.arena.reserved() + w.values.reserved()
     }
 
-    /// Adds a version; `hash` is the key's (the engine's key hash, as
-    /// every call for this list must use). A version with the same key and
-    /// tag as one already held (the engine never makes one) is placed
-    /// before it.
-    pub(crate) fn insert(&self, key: &[u8], hash: u64, tag: u64, deadline: u64, value: &[u8]) {
+    /// Adds a version. A version with the same key and tag as one already
+    /// held (the engine never makes one) is placed before it.
+    pub(crate) fn insert(&self, key: &[u8], tag: u64, deadline: u64, value: &[u8]) {
         let key_len = u32::try_from(key.len()).expect("memtable key under 4 GiB");
         let value_len = u32::try_from(value.len()).expect("memtable value under 4 GiB");
         let mut w = self.writer.lock().unwrap_or_else(PoisonError::into_inner);
@@ -334,9 +351,26 @@ impl SkipList {
                 link(*p, level).store(node.as_ptr(), AtomicOrdering::Release);
             }
         }
-        // SAFETY: `node` is fully written and linked, with a null `older`;
-        // the writer lock is held and the tables are this list's.
-        let index_bytes = unsafe { self.index.add(&mut w.tables, node, key, hash, tag) };
+        let len = self.len.load(AtomicOrdering::Relaxed) + 1;
+        let index_bytes = if w.tables.built() {
+            // SAFETY: `node` is fully written and linked, with a null
+            // `older`, not indexed; the writer lock is held and the tables
+            // are this list's.
+            unsafe {
+                self.index
+                    .add(&mut w.tables, node, key, (self.hash)(key), tag)
+            }
+        } else if len >= self.index_from {
+            let versions = self
+                .iter()
+                .map(|e| (e.node, e.key(), (self.hash)(e.key()), e.tag()));
+            // SAFETY: every version of the list (`node` among them) is
+            // fully written and linked, with a null `older`, none indexed;
+            // the writer lock is held and the tables are this list's.
+            unsafe { self.index.build(&mut w.tables, versions, len) }
+        } else {
+            0
+        };
         self.len.fetch_add(1, AtomicOrdering::Relaxed);
         self.bytes.fetch_add(index_bytes, AtomicOrdering::Relaxed);
         let value_size = if inline { 0 } else { value.len() };
@@ -344,11 +378,14 @@ impl SkipList {
         self.bytes.fetch_add(size, AtomicOrdering::Relaxed);
     }
 
-    /// The newest version of `key` (whose hash is `hash`) with a tag at
-    /// most `tag`: what `seek_ge(key, tag)` finds when it is of `key`,
-    /// through the index.
+    /// The newest version of `key` (whose hash, by the list's function,
+    /// is `hash`) with a tag at most `tag`: what `seek_ge(key, tag)` finds
+    /// when it is of `key`, through the index when there is one.
     pub(crate) fn get(&self, key: &[u8], hash: u64, tag: u64) -> Option<Entry<'_>> {
-        self.index.get(key, hash, tag).map(Entry::new)
+        match self.index.get(key, hash, tag) {
+            Some(found) => found.map(Entry::new),
+            None => self.seek_ge(key, tag).filter(|e| e.key() == key),
+        }
     }
 
     /// The first version at or after (`key`, `tag`) in the list's order.

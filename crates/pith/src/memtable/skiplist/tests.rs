@@ -46,7 +46,7 @@ fn as_tuple(e: Option<Entry<'_>>) -> Option<(Vec<u8>, u64)> {
 
 #[test]
 fn empty_list_finds_nothing() {
-    let list = SkipList::new();
+    let list = SkipList::new(h);
     assert!(list.first().is_none());
     assert!(list.last().is_none());
     assert!(list.seek_ge(b"", u64::MAX).is_none());
@@ -56,12 +56,12 @@ fn empty_list_finds_nothing() {
 
 #[test]
 fn versions_sort_by_key_then_newest_first() {
-    let list = SkipList::new();
-    list.insert(b"b", h(b"b"), 5, 0, b"b5");
-    list.insert(b"a", h(b"a"), 3, 7, b"a3");
-    list.insert(b"b", h(b"b"), 9, 0, b"b9");
-    list.insert(b"", h(b""), 1, 0, b"empty key");
-    list.insert(b"a", h(b"a"), 4, 0, b"");
+    let list = SkipList::new(h);
+    list.insert(b"b", 5, 0, b"b5");
+    list.insert(b"a", 3, 7, b"a3");
+    list.insert(b"b", 9, 0, b"b9");
+    list.insert(b"", 1, 0, b"empty key");
+    list.insert(b"a", 4, 0, b"");
     let got: Vec<(Vec<u8>, u64)> = list.iter().map(|e| (e.key().to_vec(), e.tag())).collect();
     let want: Vec<(Vec<u8>, u64)> = vec![
         (b"".to_vec(), 1),
@@ -86,13 +86,13 @@ fn versions_sort_by_key_then_newest_first() {
 
 #[test]
 fn values_past_the_inline_limit_live_apart_and_read_back() {
-    let list = SkipList::new();
+    let list = SkipList::new(h);
     let at_limit = vec![1u8; INLINE_VALUE_BYTES];
     let past = vec![2u8; INLINE_VALUE_BYTES + 1];
-    list.insert(b"a", h(b"a"), 1, 0, &at_limit);
+    list.insert(b"a", 1, 0, &at_limit);
     let one_inline = list.bytes();
-    list.insert(b"b", h(b"b"), 2, 0, &past);
-    list.insert(b"c", h(b"c"), 3, 0, b"");
+    list.insert(b"b", 2, 0, &past);
+    list.insert(b"c", 3, 0, b"");
     let got: Vec<Vec<u8>> = list.iter().map(|e| e.value().to_vec()).collect();
     assert_eq!(got, vec![at_limit.clone(), past.clone(), Vec::new()]);
     let apart: Vec<bool> = list.iter().map(|e| !e.header().value.is_null()).collect();
@@ -103,10 +103,10 @@ fn values_past_the_inline_limit_live_apart_and_read_back() {
 
 #[test]
 fn large_values_get_chunks_of_their_own() {
-    let list = SkipList::new();
+    let list = SkipList::new(h);
     let big = vec![7u8; super::super::arena::CHUNK_BYTES];
-    list.insert(b"big", h(b"big"), 1, 0, &big);
-    list.insert(b"small", h(b"small"), 2, 0, b"v");
+    list.insert(b"big", 1, 0, &big);
+    list.insert(b"small", 2, 0, b"v");
     let e = list.seek_ge(b"big", u64::MAX).expect("big");
     assert_eq!(e.value(), &big[..]);
     // The first chunk (the head, "small") and the big value's own.
@@ -116,6 +116,47 @@ fn large_values_get_chunks_of_their_own() {
         "{}",
         list.reserved()
     );
+}
+
+/// Through the index's build and several doublings, with versions
+/// arriving in tag order and out of it, every key at every tag reads as a
+/// search of the list finds it (the engine's hash and the poor one).
+#[test]
+fn the_index_answers_as_a_search_through_its_growth() {
+    let (keys, versions) = if cfg!(miri) { (20u64, 3u64) } else { (300, 4) };
+    for hash in [h as fn(&[u8]) -> u64, key_hash] {
+        for index_from in [0, 50] {
+            let list = SkipList::with_index_from(hash, index_from);
+            for v in 0..versions {
+                for k in 0..keys {
+                    // Tags of later rounds are higher, except every
+                    // seventh key's, which go below the ones it has.
+                    let t = if k % 7 == 0 {
+                        1000 - v
+                    } else {
+                        10 + v * 1000 + k
+                    };
+                    let key = format!("k{}", k * 7919 % keys);
+                    list.insert(key.as_bytes(), t, 0, format!("{key}@{t}").as_bytes());
+                }
+            }
+            for k in 0..keys {
+                let key = format!("k{k}");
+                for t in [0, 5, 999, 1000, 1010 + k, 2500, 5000, u64::MAX] {
+                    let got = list.get(key.as_bytes(), hash(key.as_bytes()), t);
+                    assert_eq!(
+                        as_tuple(got),
+                        visible(&list, key.as_bytes(), t),
+                        "{key} at {t}"
+                    );
+                    if let Some(e) = got {
+                        assert_eq!(e.value(), format!("{key}@{}", e.tag()).as_bytes());
+                    }
+                }
+            }
+            assert!(list.get(b"absent", hash(b"absent"), u64::MAX).is_none());
+        }
+    }
 }
 
 /// Operations of the model test.
@@ -146,8 +187,12 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(if cfg!(miri) { 4 } else { 256 }))]
 
     #[test]
-    fn matches_a_btreemap(ops in prop::collection::vec(op(), 0..if cfg!(miri) { 30 } else { 200 })) {
-        let list = SkipList::new();
+    fn matches_a_btreemap(
+        ops in prop::collection::vec(op(), 0..if cfg!(miri) { 30 } else { 200 }),
+        index_from in prop_oneof![Just(0usize), 1usize..60, Just(usize::MAX)],
+    ) {
+        // The index from the first version, built part way, or never.
+        let list = SkipList::with_index_from(h, index_from);
         let mut model = Model::new();
         for op in ops {
             match op {
@@ -155,7 +200,7 @@ proptest! {
                     if model.contains_key(&(k.clone(), Reverse(t))) {
                         continue; // the engine never repeats a (key, tag)
                     }
-                    list.insert(&k, h(&k), t, d, &v);
+                    list.insert(&k, t, d, &v);
                     model.insert((k, Reverse(t)), (d, v));
                 }
                 Op::SeekGe(k, t) => {
@@ -190,9 +235,11 @@ proptest! {
 #[test]
 fn readers_see_whole_sorted_versions_while_a_writer_inserts() {
     let n: usize = if cfg!(miri) { 200 } else { 20_000 };
-    let list = Arc::new(SkipList::new());
+    // The index is built part way, while readers run; keys repeat (four
+    // versions each), so their version chains grow under the readers.
+    let list = Arc::new(SkipList::with_index_from(key_hash, n / 10));
     let announced = Arc::new(AtomicUsize::new(0));
-    let key_of = move |i: usize| format!("{:08}", (i * 7919) % n).into_bytes();
+    let key_of = move |i: usize| format!("{:08}", (i * 7919) % (n / 4)).into_bytes();
     let value_of = |i: usize| vec![(i % 251) as u8; i % 71];
     let readers: Vec<_> = (0..2)
         .map(|r| {
@@ -240,7 +287,7 @@ fn readers_see_whole_sorted_versions_while_a_writer_inserts() {
         })
         .collect();
     for i in 0..n {
-        list.insert(&key_of(i), key_hash(&key_of(i)), i as u64, 0, &value_of(i));
+        list.insert(&key_of(i), i as u64, 0, &value_of(i));
         announced.store(i + 1, AtomicOrdering::Release);
     }
     for r in readers {
