@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use crate::dbformat::{expired, tag_kind, Kind, NO_DEADLINE};
 use crate::error::{Error, Result};
-use crate::memtable::{Found, Memtable};
+use crate::memtable::{MemEntry, Memtable};
 
 /// One source of a merge, positioned on a key: what a merge reads of it,
 /// and a step forward. Both [`VersionCursor`]s and the search's
@@ -58,21 +58,36 @@ pub(crate) trait VersionCursor: Source {
     fn prev(&mut self);
 }
 
-/// Cursor over a memtable.
+/// Cursor over a memtable. It stands on the memtable's own node: a step
+/// forward follows the list's links from it (no search), and nothing is
+/// copied until a value is asked for.
 pub(crate) struct MemCursor {
+    /// The current version, borrowed from `mem`'s list with its lifetime
+    /// erased: `mem`, held beside it, keeps the list and its nodes alive.
+    cur: Option<MemEntry<'static>>,
     mem: Arc<Memtable>,
     snap: u64,
-    cur: Option<Found>,
 }
 
 impl MemCursor {
     pub(crate) fn new(mem: Arc<Memtable>, snap: u64) -> Self {
         MemCursor {
+            cur: None,
             mem,
             snap,
-            cur: None,
         }
     }
+}
+
+/// `e`, a version of a cursor's memtable, to stand on.
+///
+/// # Safety
+/// `e` must borrow the memtable the cursor holds in `mem`: the cursor then
+/// keeps it alive for as long as `cur` can be read (they live and drop
+/// together, and `cur` is never handed out past `&self`).
+unsafe fn detached(e: Option<MemEntry<'_>>) -> Option<MemEntry<'static>> {
+    // SAFETY: per the contract.
+    e.map(|e| unsafe { e.detach() })
 }
 
 impl VersionCursor for MemCursor {
@@ -81,20 +96,24 @@ impl VersionCursor for MemCursor {
     }
 
     fn seek(&mut self, key: &[u8]) {
-        self.cur = self.mem.next_visible(key, true, self.snap);
+        // SAFETY: found in `self.mem`.
+        self.cur = unsafe { detached(self.mem.next_visible(key, true, self.snap)) };
     }
 
     fn seek_to_first(&mut self) {
-        self.cur = self.mem.next_visible(&[], true, self.snap);
+        // SAFETY: found in `self.mem`.
+        self.cur = unsafe { detached(self.mem.next_visible(&[], true, self.snap)) };
     }
 
     fn seek_before(&mut self, key: Option<&[u8]>) {
-        self.cur = self.mem.prev_visible(key, self.snap);
+        // SAFETY: found in `self.mem`.
+        self.cur = unsafe { detached(self.mem.prev_visible(key, self.snap)) };
     }
 
     fn prev(&mut self) {
         if let Some(c) = self.cur.take() {
-            self.cur = self.mem.prev_visible(Some(&c.key), self.snap);
+            // SAFETY: found in `self.mem`.
+            self.cur = unsafe { detached(self.mem.prev_visible(Some(c.key()), self.snap)) };
         }
     }
 }
@@ -102,26 +121,27 @@ impl VersionCursor for MemCursor {
 impl Source for MemCursor {
     fn next(&mut self) {
         if let Some(c) = self.cur.take() {
-            self.cur = self.mem.next_visible(&c.key, false, self.snap);
+            // SAFETY: reached by links from `c`, a version of `self.mem`.
+            self.cur = unsafe { detached(Memtable::visible_after(c, self.snap)) };
         }
     }
 
     fn key(&self) -> Option<&[u8]> {
-        self.cur.as_ref().map(|c| c.key.as_slice())
+        self.cur.as_ref().map(|c| c.key())
     }
 
     fn tag(&self) -> u64 {
-        self.cur.as_ref().map_or(0, |c| c.tag)
+        self.cur.as_ref().map_or(0, |c| c.tag())
     }
 
     fn deadline(&self) -> u64 {
-        self.cur.as_ref().map_or(NO_DEADLINE, |c| c.deadline)
+        self.cur.as_ref().map_or(NO_DEADLINE, |c| c.deadline())
     }
 
     fn value(&self, out: &mut Vec<u8>) -> Result<()> {
         out.clear();
         if let Some(c) = &self.cur {
-            out.extend_from_slice(&c.value);
+            out.extend_from_slice(c.value());
         }
         Ok(())
     }

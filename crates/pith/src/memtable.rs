@@ -28,16 +28,6 @@ use crate::dbformat::{expired, key_hash, max_tag, tag, tag_kind, Kind};
 pub(crate) use skiplist::Entry as MemEntry;
 use skiplist::SkipList;
 
-/// A version found by a read: key, tag, deadline, value (empty for a
-/// delete).
-#[derive(Clone, Debug)]
-pub(crate) struct Found {
-    pub key: Vec<u8>,
-    pub tag: u64,
-    pub deadline: u64,
-    pub value: Vec<u8>,
-}
-
 /// A version found by a point read: its tag and deadline, and its value
 /// when it is a put that has not expired (empty otherwise).
 #[derive(Debug)]
@@ -130,31 +120,45 @@ impl Memtable {
             .filter(|e| e.key() == key)
     }
 
-    /// `e`, copied out.
-    fn found(e: MemEntry<'_>) -> Found {
-        Found {
-            key: e.key().to_vec(),
-            tag: e.tag(),
-            deadline: e.deadline(),
-            value: e.value().to_vec(),
+    /// The first version from `e` on (in the list's order: key
+    /// ascending, newest first) that `snap` sees: the visible version of
+    /// `e`'s key when `e` is its newest, else of the next key that has
+    /// one. Follows links; no search.
+    fn first_visible_from<'a>(mut e: MemEntry<'a>, snap: u64) -> Option<MemEntry<'a>> {
+        let max = max_tag(snap);
+        while e.tag() > max {
+            e = e.next()?;
         }
+        Some(e)
     }
 
-    /// The visible version of the first key in `(start, ..)` (or `[start, ..)`
-    /// when `inclusive`) that has one at `snap`.
-    pub(crate) fn next_visible(&self, start: &[u8], inclusive: bool, snap: u64) -> Option<Found> {
-        let mut e = if inclusive {
+    /// The visible version at `snap` of the first key in `(start, ..)` (or
+    /// `[start, ..)` when `inclusive`) that has one. One search, then
+    /// links.
+    pub(crate) fn next_visible(
+        &self,
+        start: &[u8],
+        inclusive: bool,
+        snap: u64,
+    ) -> Option<MemEntry<'_>> {
+        let e = if inclusive {
             self.list.seek_ge(start, u64::MAX)?
         } else {
             self.after_key(start)?
         };
-        loop {
-            if let Some(v) = self.visible(e.key(), snap) {
-                return Some(Self::found(v));
-            }
-            // Every version of this key is newer than the snapshot.
-            e = self.after_key(e.key())?;
+        Self::first_visible_from(e, snap)
+    }
+
+    /// The visible version at `snap` of the first key after `e`'s that
+    /// has one: [`Memtable::next_visible`] of `e`'s key, by following
+    /// links from `e` (a scan's step) instead of searching.
+    pub(crate) fn visible_after<'a>(e: MemEntry<'a>, snap: u64) -> Option<MemEntry<'a>> {
+        let key = e.key();
+        let mut n = e.next()?;
+        while n.key() == key {
+            n = n.next()?;
         }
+        Self::first_visible_from(n, snap)
     }
 
     /// The first version of the first key after `key`.
@@ -171,14 +175,14 @@ impl Memtable {
 
     /// The visible version of the last key before `end` (any key when
     /// `end` is `None`) that has one at `snap`.
-    pub(crate) fn prev_visible(&self, end: Option<&[u8]>, snap: u64) -> Option<Found> {
+    pub(crate) fn prev_visible(&self, end: Option<&[u8]>, snap: u64) -> Option<MemEntry<'_>> {
         let mut e = match end {
             Some(k) => self.list.seek_lt(k, u64::MAX)?,
             None => self.list.last()?,
         };
         loop {
             if let Some(v) = self.visible(e.key(), snap) {
-                return Some(Self::found(v));
+                return Some(v);
             }
             e = self.list.seek_lt(e.key(), u64::MAX)?;
         }
@@ -221,18 +225,63 @@ mod tests {
                 .map(|v| tag_kind(v.tag)),
             Some(Kind::Delete)
         );
-        let f = m.next_visible(b"a", false, 4).map(|f| f.key);
+        let f = m.next_visible(b"a", false, 4).map(|f| f.key().to_vec());
         assert_eq!(f, Some(b"b".to_vec()));
         // c is invisible at 4, so the last visible key is b.
-        assert_eq!(m.prev_visible(None, 4).map(|f| f.key), Some(b"b".to_vec()));
         assert_eq!(
-            m.prev_visible(Some(b"b"), 4).map(|f| f.key),
+            m.prev_visible(None, 4).map(|f| f.key().to_vec()),
+            Some(b"b".to_vec())
+        );
+        assert_eq!(
+            m.prev_visible(Some(b"b"), 4).map(|f| f.key().to_vec()),
             Some(b"a".to_vec())
         );
         let v: Vec<(Vec<u8>, u64)> = m.versions().map(|e| (e.key().to_vec(), e.tag())).collect();
         assert_eq!(v.len(), 4);
         assert_eq!((v[0].0.as_slice(), tag_seq(v[0].1)), (&b"a"[..], 3));
         assert_eq!((v[1].0.as_slice(), tag_seq(v[1].1)), (&b"a"[..], 1));
+    }
+
+    /// A walk by links (`next_visible`, then `visible_after`) meets the
+    /// same versions, at every snapshot, as a search per key.
+    #[test]
+    fn a_walk_by_links_sees_what_a_search_per_key_sees() {
+        let m = Memtable::new(1);
+        let n: u8 = if cfg!(miri) { 12 } else { 40 };
+        let keys: Vec<Vec<u8>> = (0..n).map(|i| vec![b'k', i / 4, i]).collect();
+        let mut seq = 0;
+        for round in 0..4u64 {
+            for (i, k) in keys.iter().enumerate() {
+                if (i as u64 + round).is_multiple_of(3) {
+                    continue;
+                }
+                seq += 1;
+                let kind = if (i as u64 * 7 + round).is_multiple_of(5) {
+                    Kind::Delete
+                } else {
+                    Kind::Put
+                };
+                m.insert(k, seq, kind, format!("{i}@{seq}").as_bytes(), NO_DEADLINE);
+            }
+        }
+        for snap in 0..=seq + 1 {
+            let want: Vec<(Vec<u8>, u64)> = keys
+                .iter()
+                .filter_map(|k| m.visible(k, snap).map(|e| (e.key().to_vec(), e.tag())))
+                .collect();
+            let mut got = Vec::new();
+            let mut e = m.next_visible(b"", true, snap);
+            while let Some(v) = e {
+                got.push((v.key().to_vec(), v.tag()));
+                e = Memtable::visible_after(v, snap);
+            }
+            assert_eq!(got, want, "at {snap}");
+            for k in &keys {
+                let after = m.next_visible(k, false, snap).map(|e| e.key().to_vec());
+                let want_after = want.iter().map(|(wk, _)| wk.clone()).find(|wk| wk > k);
+                assert_eq!(after, want_after, "after {k:?} at {snap}");
+            }
+        }
     }
 
     #[test]
@@ -243,6 +292,9 @@ mod tests {
         assert_eq!((live.deadline, live.value.as_slice()), (100, &b"value"[..]));
         let gone = m.get(b"k", key_hash(b"k"), 1, 100, true).expect("found");
         assert_eq!((gone.deadline, gone.value.len()), (100, 0));
-        assert_eq!(m.next_visible(b"", true, 1).map(|f| f.deadline), Some(100));
+        assert_eq!(
+            m.next_visible(b"", true, 1).map(|f| f.deadline()),
+            Some(100)
+        );
     }
 }

@@ -101,12 +101,29 @@ pub(crate) struct Entry<'a> {
     _list: PhantomData<&'a SkipList>,
 }
 
+// SAFETY: an entry is a shared borrow of a linked node, which never
+// changes but for its atomic links; the list is `Sync`, so sharing or
+// sending such a borrow is sound (as `&T` is `Send` for `T: Sync`).
+unsafe impl Send for Entry<'_> {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for Entry<'_> {}
+
 impl<'a> Entry<'a> {
     fn new(node: Node) -> Self {
         Entry {
             node,
             _list: PhantomData,
         }
+    }
+
+    /// The entry with its borrow of the list erased.
+    ///
+    /// # Safety
+    /// The caller must keep the list alive (and not dropped) for as long
+    /// as it uses the result or anything read through it: nodes live
+    /// until the list drops.
+    pub(crate) unsafe fn detach(self) -> Entry<'static> {
+        Entry::new(self.node)
     }
 
     fn header(&self) -> &'a Header {
