@@ -442,13 +442,11 @@ impl Inner {
                     number,
                     &lookup,
                     self.options.resident_index,
+                    self.value_cache.clone(),
                 )
             });
         match opened {
-            Ok(mut s) => {
-                s.set_value_cache(self.value_cache.clone());
-                Ok(Some(Arc::new(s)))
-            }
+            Ok(s) => Ok(Some(Arc::new(s))),
             Err(e) => {
                 // Not in any manifest: garbage, whatever happens next.
                 let _ = fs.remove(&path);

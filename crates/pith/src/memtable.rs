@@ -115,9 +115,7 @@ impl Memtable {
 
     /// The newest version of `key` visible at `snap`.
     fn visible(&self, key: &[u8], snap: u64) -> Option<MemEntry<'_>> {
-        self.list
-            .seek_ge(key, max_tag(snap))
-            .filter(|e| e.key() == key)
+        self.list.search(key, max_tag(snap))
     }
 
     /// The first version from `e` on (in the list's order: key

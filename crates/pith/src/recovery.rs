@@ -354,8 +354,14 @@ fn load_view(
         .collect();
     for e in &m.segments {
         let path = filename::path(dir, e.number, FileKind::Segment);
-        let mut s = Segment::open(fs, &path, e.number, &lookup, options.resident_index)?;
-        s.set_value_cache(cache.clone());
+        let s = Segment::open(
+            fs,
+            &path,
+            e.number,
+            &lookup,
+            options.resident_index,
+            cache.clone(),
+        )?;
         let tree = trees.iter_mut().find(|t| t.id == e.family);
         match tree {
             Some(t) if crate::core::entry_of(e.family, &s) == *e => t.segments.push(Arc::new(s)),

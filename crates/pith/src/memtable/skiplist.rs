@@ -389,10 +389,10 @@ impl SkipList {
             0
         };
         self.len.fetch_add(1, AtomicOrdering::Relaxed);
-        self.bytes.fetch_add(index_bytes, AtomicOrdering::Relaxed);
         let value_size = if inline { 0 } else { value.len() };
         let size = node_size.next_multiple_of(8) + value_size.next_multiple_of(8);
-        self.bytes.fetch_add(size, AtomicOrdering::Relaxed);
+        self.bytes
+            .fetch_add(size + index_bytes, AtomicOrdering::Relaxed);
     }
 
     /// The newest version of `key` (whose hash, by the list's function,
@@ -401,8 +401,13 @@ impl SkipList {
     pub(crate) fn get(&self, key: &[u8], hash: u64, tag: u64) -> Option<Entry<'_>> {
         match self.index.get(key, hash, tag) {
             Some(found) => found.map(Entry::new),
-            None => self.seek_ge(key, tag).filter(|e| e.key() == key),
+            None => self.search(key, tag),
         }
+    }
+
+    /// [`SkipList::get`] by a search of the list, without the index.
+    pub(crate) fn search(&self, key: &[u8], tag: u64) -> Option<Entry<'_>> {
+        self.seek_ge(key, tag).filter(|e| e.key() == key)
     }
 
     /// The first version at or after (`key`, `tag`) in the list's order.

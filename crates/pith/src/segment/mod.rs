@@ -164,17 +164,20 @@ fn words(bytes: &[u8]) -> Option<&[u64]> {
 
 impl Segment {
     /// Opens and validates the segment file `number` at `path` (mapped
-    /// where the file system can; see `env::RealFs` on truncation).
+    /// where the file system can; see `env::RealFs` on truncation); its
+    /// values are read through `cache` (the database's [`ValueCache`]).
     pub(crate) fn open(
         fs: &Arc<dyn Fs>,
         path: &Path,
         number: u64,
         models: ModelLookup<'_>,
         resident: bool,
+        cache: Option<Arc<ValueCache>>,
     ) -> Result<Segment> {
         let map = fs.map(path).map_err(|e| Error::io(path, e))?;
         let mut segment = Segment::from_bytes(map, path, number, models, resident)?;
         segment.fs = Some(fs.clone());
+        segment.cache = cache;
         Ok(segment)
     }
 
@@ -539,12 +542,6 @@ impl Segment {
     /// ([`pith_zip::Store::prefetch_record`]).
     pub(crate) fn prefetch_record(&self, r: u64) {
         self.store.prefetch_record(r);
-    }
-
-    /// Reads values through `cache` from now on (the database's
-    /// [`ValueCache`]; set once, after open).
-    pub(crate) fn set_value_cache(&mut self, cache: Option<Arc<ValueCache>>) {
-        self.cache = cache;
     }
 
     /// Replaces `out` with record `r`'s value: from the value cache when

@@ -37,7 +37,7 @@ fn h(key: &[u8]) -> u64 {
 
 /// The newest version of `key` at or below `tag`, as a search finds it.
 fn visible(list: &SkipList, key: &[u8], tag: u64) -> Option<(Vec<u8>, u64)> {
-    as_tuple(list.seek_ge(key, tag).filter(|e| e.key() == key))
+    as_tuple(list.search(key, tag))
 }
 
 fn as_tuple(e: Option<Entry<'_>>) -> Option<(Vec<u8>, u64)> {
