@@ -253,6 +253,10 @@ fn read_phase(args: &Args, dir: &std::path::Path, data: &Loaded) -> Result<(), C
     let name = args.engines.trim();
     sys::evict(dir);
     let limit = args.read_phase_limit;
+    // The harness's own memory is made before the limit applies (see
+    // `workload::Histograms`): the reader threads' histograms (returned
+    // after each workload), each workload's merged one and the writer's.
+    let mut hists = workload::Histograms::new(args.threads + read_workloads(args).len() + 2);
     let guard = if limit > 0 {
         match sys::MemoryLimit::enter(limit) {
             Ok(g) => {
@@ -296,6 +300,7 @@ fn read_phase(args: &Args, dir: &std::path::Path, data: &Loaded) -> Result<(), C
             args.threads,
             budget(args),
             args.seed,
+            &mut hists,
         )?;
         let row = Row {
             engine: name.to_string(),
@@ -312,7 +317,7 @@ fn read_phase(args: &Args, dir: &std::path::Path, data: &Loaded) -> Result<(), C
         println!("ROW {}", row.json(raw_bytes));
     }
     if wants(args, READ_WHILE_WRITING) {
-        let row = read_while_writing(args, db.as_ref(), dir, data, effective)?;
+        let row = read_while_writing(args, db.as_ref(), dir, data, effective, &mut hists)?;
         println!("ROW {row}");
     }
     drop(db);
@@ -328,6 +333,7 @@ fn read_while_writing(
     dir: &std::path::Path,
     data: &Loaded,
     mem_limit: u64,
+    hists: &mut workload::Histograms,
 ) -> Result<serde_json::Value, CliError> {
     let name = args.engines.trim();
     eprintln!(
@@ -343,6 +349,7 @@ fn read_while_writing(
         args.threads,
         budget(args),
         args.seed,
+        hists,
     )?;
     // On stderr before the settle, so a phase killed while settling (a
     // memory limit) still shows what the run measured.
