@@ -146,8 +146,10 @@ impl Model {
         let ratio = ratio_of(&mut encoder, &trial).unwrap_or(1.0);
         let body = encoder.model_bytes(global::MODEL_DICT_LEVEL)?;
         let index = Arc::downgrade(encoder.index());
+        // The decoder takes the encoder's dictionary as it is (no copy),
+        // and an index built over it later shares it too.
         let decoder =
-            global::Decoder::from_parts(encoder.index().dict().to_vec(), encoder.lengths())?;
+            global::Decoder::over(encoder.index().shared_dict().clone(), encoder.lengths())?;
         let model = Model {
             id,
             fingerprint: crc32c::crc32c(&body),
@@ -291,6 +293,14 @@ impl Model {
         self.decoder.heap_bytes() + self.live_index().map_or(0, |i| i.heap_bytes())
     }
 
+    /// True when a live matcher index reads the decoder's dictionary
+    /// rather than a copy of it.
+    #[cfg(test)]
+    pub(crate) fn shares_dictionary_with_index(&self) -> bool {
+        self.live_index()
+            .is_some_and(|i| Arc::ptr_eq(i.shared_dict(), self.decoder.shared_dict()))
+    }
+
     fn live_index(&self) -> Option<Arc<DictIndex>> {
         self.index
             .lock()
@@ -339,7 +349,7 @@ impl Model {
         match slot.upgrade() {
             Some(index) if index.has_chains() || !chains => index,
             _ => {
-                let index = Arc::new(DictIndex::new(self.decoder.dict(), chains));
+                let index = Arc::new(DictIndex::over(self.decoder.shared_dict().clone(), chains));
                 *slot = Arc::downgrade(&index);
                 index
             }

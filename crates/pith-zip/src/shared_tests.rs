@@ -390,3 +390,28 @@ fn records_without_checksums_are_not_copied_as_stored() {
     let s = Store::open_with_model(view(&words, bytes.len()), Some(m)).expect("open");
     assert!(s.encoded(0).expect("encoded").is_some());
 }
+
+/// The matcher's index an encoder builds over a model holds no copy of
+/// the dictionary: it shares the decoder's, for a model just trained and
+/// for one opened from its file, and the model's memory counts it once.
+#[test]
+fn the_matcher_index_shares_the_models_dictionary() {
+    let (trained, file) = model(9, &packages(400, 0));
+    let opened = Arc::new(Model::open(&file).expect("open"));
+    for m in [&trained, &opened] {
+        assert!(m.dict_bytes() > 0);
+        let alone = m.heap_bytes();
+        let hold = m.hold_index(&Options::default());
+        assert!(
+            m.shares_dictionary_with_index(),
+            "the index copied the dictionary"
+        );
+        let with_index = m.heap_bytes();
+        // The index adds its tables (1 MiB each at most), not a second
+        // dictionary.
+        assert!(with_index > alone);
+        assert!(with_index - alone <= 3 << 20, "{alone} -> {with_index}");
+        drop(hold);
+        assert_eq!(m.heap_bytes(), alone);
+    }
+}

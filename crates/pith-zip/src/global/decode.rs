@@ -31,6 +31,9 @@
 //! is a typed error, and so is a stream that ends early or has bytes left
 //! over. The output never grows past `min(max, MAX_EXPANSION * (len + 1))`.
 
+use std::sync::Arc;
+
+use super::dict::Dictionary;
 use super::symbols::{
     literal_len, match_len, source, Source, AFTER_MATCH, CONTEXTS, CONTEXT_OF, MAX_MATCH,
     START_CONTEXT,
@@ -47,9 +50,10 @@ use crate::huffman::{self, MAX_BITS};
 /// Pending copies per flush.
 const BATCH: usize = 16;
 
-/// An opened model: the inflated dictionary and the decode tables.
+/// An opened model: the inflated dictionary (shared with the matcher's
+/// index of an encoder over it, see `dict.rs`) and the decode tables.
 pub(crate) struct Decoder {
-    dict: Dictionary,
+    dict: Arc<Dictionary>,
     literals: Literals,
     /// The sequence codes with their extra bits folded in ([`Fused`]) ...
     lit_len: Fused,
@@ -63,54 +67,6 @@ pub(crate) struct Decoder {
     source_code: huffman::Decoder,
 }
 
-/// The inflated dictionary, in huge pages where the kernel gives them: its
-/// reads are random, and 4 KiB pages would add a TLB miss to most. It is
-/// followed by [`SLACK`] zero bytes, so copies can move 16 bytes at a time
-/// past a match's end.
-struct Dictionary {
-    storage: Storage,
-    len: usize,
-}
-
-enum Storage {
-    Mapped(memmap2::MmapMut),
-    Heap(Vec<u8>),
-}
-
-impl Dictionary {
-    fn new(mut bytes: Vec<u8>) -> Self {
-        let len = bytes.len();
-        bytes.resize(len + SLACK, 0);
-        let storage = if len < 2 << 20 {
-            Storage::Heap(bytes)
-        } else {
-            match memmap2::MmapMut::map_anon(bytes.len()) {
-                Ok(mut map) => {
-                    // Only a hint: without transparent huge pages it is a no-op.
-                    #[cfg(target_os = "linux")]
-                    let _ = map.advise(memmap2::Advice::HugePage);
-                    map.copy_from_slice(&bytes);
-                    Storage::Mapped(map)
-                }
-                Err(_) => Storage::Heap(bytes),
-            }
-        };
-        Dictionary { storage, len }
-    }
-
-    /// The dictionary and its slack.
-    fn padded(&self) -> &[u8] {
-        match &self.storage {
-            Storage::Mapped(m) => m,
-            Storage::Heap(v) => v,
-        }
-    }
-
-    fn bytes(&self) -> &[u8] {
-        self.padded().get(..self.len).unwrap_or_default()
-    }
-}
-
 /// Bytes [`Decoder::decode_sized`] makes room for at once, at most: a
 /// header that lies (a record's is only checked after decoding) costs a
 /// reader this much memory, no more, before its decoding fails.
@@ -119,6 +75,10 @@ const EAGER_BYTES: usize = 64 << 10;
 /// Bytes past the end of the dictionary, the literal buffer and the
 /// output that 16-byte moves may read or write.
 const SLACK: usize = MATCH_MOVES;
+const _: () = assert!(
+    SLACK <= super::dict::SLACK,
+    "the dictionary's slack covers the moves"
+);
 
 /// Literal buffer of phase one (on the stack); a run that does not fit
 /// flushes the pending sequences, and one longer than the buffer is decoded
@@ -162,6 +122,12 @@ impl Decoder {
 
     /// A decoder for `dict` with the codes of `lengths` (one table each).
     pub(crate) fn from_parts(dict: Vec<u8>, lengths: &[Vec<u8>]) -> Result<Self> {
+        Decoder::over(Arc::new(Dictionary::new(dict)), lengths)
+    }
+
+    /// A decoder for a dictionary already in memory (an encoder's, just
+    /// trained), with the codes of `lengths`.
+    pub(crate) fn over(dict: Arc<Dictionary>, lengths: &[Vec<u8>]) -> Result<Self> {
         let mut tables = Vec::with_capacity(lengths.len());
         for (t, l) in lengths.iter().enumerate() {
             tables.push(
@@ -179,7 +145,7 @@ impl Decoder {
         let match_len_fused = Fused::new(&match_len, Alphabet::MatchLen);
         let source_fused = Fused::new(&source, Alphabet::Source);
         Ok(Decoder {
-            dict: Dictionary::new(dict),
+            dict,
             literals: Literals::new(&tables),
             lit_len: Fused::new(&lit_len, Alphabet::LiteralLen),
             match_source: MatchSource::new(&match_len_fused, &source_fused),
@@ -196,9 +162,9 @@ impl Decoder {
         self.dict.bytes().len()
     }
 
-    /// The inflated dictionary.
-    pub(crate) fn dict(&self) -> &[u8] {
-        self.dict.bytes()
+    /// The inflated dictionary, to share with a matcher's index.
+    pub(crate) fn shared_dict(&self) -> &Arc<Dictionary> {
+        &self.dict
     }
 
     /// Memory held: the dictionary and the decode tables.

@@ -13,9 +13,12 @@
 //! (or `NONE`), and chains strictly increase, so every walk ends and visits
 //! the front of the dictionary, where its most referenced bytes are, first.
 
+use std::sync::Arc;
+
 use pith_enc::le;
 use pith_enc::prefix::common_len;
 
+use super::dict::Dictionary;
 use super::prefetch;
 
 /// Bytes hashed to find candidates.
@@ -65,7 +68,9 @@ pub(crate) fn long_hash(bytes: &[u8], bits: u32) -> usize {
 /// Hash chains over the dictionary, or only their heads (the front-most
 /// position of each hash) for the fast parse.
 pub(crate) struct DictIndex {
-    dict: Vec<u8>,
+    /// The dictionary, shared with the model's decoder when indexed for
+    /// one ([`DictIndex::over`]).
+    dict: Arc<Dictionary>,
     bits: u32,
     head: Vec<u32>,
     chain: Vec<u32>,
@@ -77,8 +82,16 @@ pub(crate) struct DictIndex {
 
 impl DictIndex {
     /// Indexes every position of `dict` (at most `u32::MAX - 1` bytes),
-    /// with the chains behind the heads when `chains`.
+    /// with the chains behind the heads when `chains`; the index keeps a
+    /// copy of `dict`.
     pub(crate) fn new(dict: &[u8], chains: bool) -> Self {
+        DictIndex::over(Arc::new(Dictionary::new(dict.to_vec())), chains)
+    }
+
+    /// [`DictIndex::new`] over a dictionary in memory already (a model's
+    /// decoder's), which the index shares instead of copying.
+    pub(crate) fn over(shared: Arc<Dictionary>, chains: bool) -> Self {
+        let dict = shared.bytes();
         let cap = if chains { 22 } else { FAST_HEAD_BITS };
         let bits = (usize::BITS - dict.len().max(1 << 12).leading_zeros()).clamp(12, cap);
         let mut head = vec![NONE; 1 << bits];
@@ -101,7 +114,7 @@ impl DictIndex {
             long_head[long_hash(&dict[p..], long_bits)] = p as u32;
         }
         DictIndex {
-            dict: dict.to_vec(),
+            dict: shared.clone(),
             bits,
             head,
             chain,
@@ -124,6 +137,11 @@ impl DictIndex {
     }
 
     pub(crate) fn dict(&self) -> &[u8] {
+        self.dict.bytes()
+    }
+
+    /// The dictionary, to share with a decoder.
+    pub(crate) fn shared_dict(&self) -> &Arc<Dictionary> {
         &self.dict
     }
 
@@ -139,10 +157,10 @@ impl DictIndex {
         !self.chain.is_empty() || self.dict.len() < HASH_LEN
     }
 
-    /// Memory held: the dictionary copy, the heads of both tables and the
-    /// chains.
+    /// Memory held beyond the dictionary (which its model's decoder
+    /// counts): the heads of both tables and the chains.
     pub(crate) fn heap_bytes(&self) -> usize {
-        self.dict.len() + 4 * (self.head.len() + self.chain.len() + self.long_head.len())
+        4 * (self.head.len() + self.chain.len() + self.long_head.len())
     }
 
     /// Starts loading the chain head a later search for `s` will read.

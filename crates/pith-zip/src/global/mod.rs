@@ -41,6 +41,7 @@
 //! disk and inflated once at open.
 
 mod decode;
+mod dict;
 mod fast;
 mod matcher;
 mod parse;
