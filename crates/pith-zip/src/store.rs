@@ -424,6 +424,19 @@ impl<'a> Store<'a> {
         }
     }
 
+    /// Where the bytes a read of record `id` checks and decodes are: a
+    /// range of the bytes the store was opened on (its group's, which the
+    /// checksum covers; the pool comes first, so these are pool offsets).
+    /// For hints (a reader asking the kernel to read ahead): the offsets
+    /// are not checked, and an id out of range gives an empty range.
+    pub fn stored_range(&self, id: u64) -> std::ops::Range<u64> {
+        if id >= self.footer.records {
+            return 0..0;
+        }
+        let (first, end) = self.group_of(id);
+        self.offsets.get(first)..self.offsets.get(end)
+    }
+
     /// Asks the CPU to start loading the stored bytes a read of record
     /// `id` checks and decodes, and their group's checksum. Reads the
     /// offsets, so it waits for them unless [`Store::prefetch_offsets`]

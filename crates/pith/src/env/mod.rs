@@ -182,6 +182,24 @@ impl FileBytes {
         #[cfg(not(unix))]
         let _ = (start, end);
     }
+
+    /// Asks the kernel to start reading the pages holding `range` into
+    /// the page cache now, in one request (`MADV_WILLNEED`), rather than
+    /// one page fault and one read at a time as they are touched (segment
+    /// mappings are advised for random access, so the kernel reads no
+    /// page ahead by itself). For a reader about to go through `range` in
+    /// order. Heap bytes, systems without `madvise` and a refused advice
+    /// are left as they are: it changes speed, never results.
+    pub(crate) fn will_need(&self, range: std::ops::Range<usize>) {
+        const PAGE: usize = 4 << 10;
+        let (start, end) = (range.start / PAGE * PAGE, range.end.min(self.len()));
+        #[cfg(unix)]
+        if let (Bytes::Mapped(map), true) = (&self.0, start < end) {
+            let _ = map.advise_range(memmap2::Advice::WillNeed, start, end - start);
+        }
+        #[cfg(not(unix))]
+        let _ = (start, end);
+    }
 }
 
 impl Deref for FileBytes {

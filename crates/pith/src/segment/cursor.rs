@@ -13,6 +13,7 @@ use pith_trie::{Cursor, KeyRegex, RegexWalk, Trie};
 use crate::dbformat::NO_DEADLINE;
 use crate::error::Result;
 use crate::iter::{Source, VersionCursor};
+use crate::segment::readahead::ReadAhead;
 use crate::segment::Segment;
 
 /// `segment`'s trie, borrowed for `'static`.
@@ -36,6 +37,8 @@ pub(crate) struct SegmentCursor {
     /// Record visible at the snapshot for the current key.
     record: Option<u64>,
     snap: u64,
+    /// Asks for the records ahead while values are read in key order.
+    ahead: ReadAhead,
     segment: Arc<Segment>,
 }
 
@@ -49,6 +52,7 @@ impl SegmentCursor {
             cursor: trie.cursor(),
             record: None,
             snap,
+            ahead: ReadAhead::default(),
             segment,
         }
     }
@@ -133,7 +137,7 @@ impl Source for SegmentCursor {
     }
 
     fn value(&self, out: &mut Vec<u8>) -> Result<()> {
-        value_of(&self.segment, self.record, out)
+        value_of(&self.segment, self.record, &self.ahead, out)
     }
 }
 
@@ -147,6 +151,8 @@ pub(crate) struct SegmentMatches {
     /// Record visible at the snapshot for the current match.
     record: Option<u64>,
     snap: u64,
+    /// Asks for the records ahead while values are read in key order.
+    ahead: ReadAhead,
     segment: Arc<Segment>,
 }
 
@@ -161,6 +167,7 @@ impl SegmentMatches {
             walk: trie.regex_walk_from(re, from),
             record: None,
             snap,
+            ahead: ReadAhead::default(),
             segment,
         };
         matches.next();
@@ -193,7 +200,7 @@ impl Source for SegmentMatches {
     }
 
     fn value(&self, out: &mut Vec<u8>) -> Result<()> {
-        value_of(&self.segment, self.record, out)
+        value_of(&self.segment, self.record, &self.ahead, out)
     }
 }
 
@@ -204,9 +211,14 @@ fn tag_of(segment: &Segment, record: Option<u64>) -> u64 {
 
 /// Replaces `out` with the value of a cursor's current `record` (empty
 /// when none).
-fn value_of(segment: &Segment, record: Option<u64>, out: &mut Vec<u8>) -> Result<()> {
+fn value_of(
+    segment: &Segment,
+    record: Option<u64>,
+    ahead: &ReadAhead,
+    out: &mut Vec<u8>,
+) -> Result<()> {
     match record {
-        Some(r) => segment.value(r, out),
+        Some(r) => segment.value_in_row(r, out, ahead),
         None => {
             out.clear();
             Ok(())

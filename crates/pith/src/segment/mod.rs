@@ -19,6 +19,7 @@ pub(crate) mod bloom;
 pub(crate) mod cursor;
 mod expiry;
 pub(crate) mod format;
+pub(crate) mod readahead;
 mod tags;
 pub(crate) mod writer;
 
@@ -38,6 +39,7 @@ use crate::value_cache::ValueCache;
 use bloom::Bloom;
 use expiry::Expiry;
 use format::{Header, HeaderError, SECTIONS, SECTION_NAMES};
+use readahead::ReadAhead;
 use tags::Tags;
 
 /// An open segment file.
@@ -552,6 +554,27 @@ impl Segment {
         };
         if !cache.get(self.number, r, out) {
             self.decode(r, out)?;
+            cache.insert(self.number, r, out);
+        }
+        Ok(())
+    }
+
+    /// [`Segment::value`] for a cursor reading records in key order: on a
+    /// value cache miss, `ahead` may first ask the kernel to read the
+    /// records that follow (see `readahead.rs`).
+    pub(crate) fn value_in_row(&self, r: u64, out: &mut Vec<u8>, ahead: &ReadAhead) -> Result<()> {
+        if let Some(cache) = &self.cache {
+            if cache.get(self.number, r, out) {
+                return Ok(());
+            }
+        }
+        let base = self.header.sections[format::STORE].offset;
+        let stored = self.store.stored_range(r);
+        if let Some(range) = ahead.before(base + stored.start..base + stored.end) {
+            self.map.will_need(range.start as usize..range.end as usize);
+        }
+        self.decode(r, out)?;
+        if let Some(cache) = &self.cache {
             cache.insert(self.number, r, out);
         }
         Ok(())
