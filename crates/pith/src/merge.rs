@@ -23,6 +23,7 @@ use std::borrow::Cow;
 use crate::dbformat::{expired, tag, tag_kind, tag_seq, Kind, NO_DEADLINE};
 use crate::error::Result;
 use crate::memtable::{MemEntry, Memtable};
+use crate::segment::readahead::ReadAhead;
 use crate::segment::writer::{Group, GroupSource, ValueRef};
 use crate::segment::Segment;
 
@@ -144,6 +145,9 @@ impl GroupSource for MemSource<'_> {
 pub(crate) struct MergeSource {
     /// Oldest first, as in the manifest.
     segments: Vec<Arc<Segment>>,
+    /// Per segment: its records are read in key order (see
+    /// `segment/readahead.rs`).
+    ahead: Vec<ReadAhead>,
     snapshots: Vec<u64>,
     bottommost: bool,
     /// The build's time, against which deadlines are judged.
@@ -158,6 +162,7 @@ impl MergeSource {
         now: u64,
     ) -> Self {
         MergeSource {
+            ahead: segments.iter().map(|_| ReadAhead::default()).collect(),
             segments,
             snapshots,
             bottommost,
@@ -206,7 +211,9 @@ impl GroupSource for MergeSource {
     }
 
     fn value(&self, v: &ValueRef, out: &mut Vec<u8>) -> Result<()> {
-        self.segments[v.src as usize].decode(v.index, out)
+        let src = v.src as usize;
+        self.segments[src].read_ahead(v.index, &self.ahead[src]);
+        self.segments[src].decode(v.index, out)
     }
 
     fn encoded(
@@ -214,7 +221,9 @@ impl GroupSource for MergeSource {
         v: &ValueRef,
         model: pith_zip::ModelRef,
     ) -> Result<Option<pith_zip::Encoded<'_>>> {
-        self.segments[v.src as usize].encoded(v.index, model)
+        let src = v.src as usize;
+        self.segments[src].read_ahead(v.index, &self.ahead[src]);
+        self.segments[src].encoded(v.index, model)
     }
 }
 

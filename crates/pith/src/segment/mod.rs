@@ -568,16 +568,22 @@ impl Segment {
                 return Ok(());
             }
         }
-        let base = self.header.sections[format::STORE].offset;
-        let stored = self.store.stored_range(r);
-        if let Some(range) = ahead.before(base + stored.start..base + stored.end) {
-            self.map.will_need(range.start as usize..range.end as usize);
-        }
+        self.read_ahead(r, ahead);
         self.decode(r, out)?;
         if let Some(cache) = &self.cache {
             cache.insert(self.number, r, out);
         }
         Ok(())
+    }
+
+    /// Before a read of record `r` by a reader in key order: asks the
+    /// kernel for the records ahead when `ahead` says so.
+    pub(crate) fn read_ahead(&self, r: u64, ahead: &ReadAhead) {
+        let base = self.header.sections[format::STORE].offset;
+        let stored = self.store.stored_range(r);
+        if let Some(range) = ahead.before(base + stored.start..base + stored.end) {
+            self.map.will_need(range.start as usize..range.end as usize);
+        }
     }
 
     /// Replaces `out` with record `r`'s value, decoded from the store,

@@ -1,4 +1,5 @@
-//! Read-ahead for a cursor reading a segment's values in key order.
+//! Read-ahead for a reader of a segment's values in key order: a cursor,
+//! or a merge reading its inputs.
 //!
 //! Segment files are mapped with random-access advice, so the kernel reads
 //! no page ahead of a fault: right for point reads (a neighbour read with
@@ -10,19 +11,23 @@
 //! As RocksDB's iterators do for blocks, a cursor asks for read-ahead once
 //! it reads two records in a row (a single seek-and-read asks for nothing),
 //! a window of [`FIRST_WINDOW`] bytes from the record on, then, each time it
-//! comes within half a window of the end of what it asked for, the next
-//! window, twice as large, up to [`MAX_WINDOW`]. A read that is not the
+//! comes within half of the last window of the end of what it asked for,
+//! the next window, twice as large, up to [`MAX_WINDOW`] (so the pages are
+//! on their way before they are read; a scan that stops asked for at most
+//! the bytes it read, twice over, plus a first window). A read that is not the
 //! next record (a seek elsewhere, a step back) starts over. The advice is
 //! one `madvise(MADV_WILLNEED)`, which starts reading the pages without
 //! waiting for them; pages already cached cost a lookup. Values found in
-//! the value cache ask for nothing.
+//! the value cache ask for nothing. A merge reads each input this way too
+//! (its records are copied or decoded in key order), so merging segments
+//! whose pages were evicted reads them in windows, not a page per fault.
 //!
 //! Invariant: `until` is the end of what was last asked for (0: nothing),
 //! and a range returned by [`ReadAhead::before`] starts at or after the
 //! record read and at or after the previous range's end.
 
-use std::cell::Cell;
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// Bytes asked for when a cursor starts reading records in a row.
 pub(crate) const FIRST_WINDOW: u64 = 16 << 10;
@@ -33,37 +38,49 @@ pub(crate) const MAX_WINDOW: u64 = 256 << 10;
 /// cursor's snapshot, or deleted).
 const GAP: u64 = 4 << 10;
 
-/// One cursor's read-ahead state (interior mutability: a cursor reads
-/// values through `&self`).
+/// One reader's read-ahead state. Atomics for interior mutability (a
+/// cursor reads values through `&self`, a merge source is shared by
+/// reference); relaxed, as the state is a hint: readers that raced on it
+/// would only ask for other pages.
 #[derive(Debug, Default)]
 pub(crate) struct ReadAhead {
     /// End of the last record read (file offset), 0 before the first.
-    last_end: Cell<u64>,
+    last_end: AtomicU64,
     /// End of the range asked for last; 0 for none.
-    until: Cell<u64>,
-    /// Size of the next request.
-    window: Cell<u64>,
+    until: AtomicU64,
+    /// Size of the range asked for last.
+    window: AtomicU64,
 }
 
 impl ReadAhead {
     /// Before a read of the stored bytes at `span` (file offsets): the
     /// range to ask the kernel for, if any.
     pub(crate) fn before(&self, span: Range<u64>) -> Option<Range<u64>> {
-        let last = self.last_end.replace(span.end);
+        let last = self.last_end.swap(span.end, Relaxed);
+        if last == span.end && last > 0 {
+            // The same record again (a merge that could not copy it
+            // decodes it): no step.
+            return None;
+        }
         let follows = last > 0 && span.start >= last && span.start - last <= GAP;
         if !follows {
-            self.until.set(0);
-            self.window.set(FIRST_WINDOW);
+            self.until.store(0, Relaxed);
+            self.window.store(0, Relaxed);
             return None;
         }
-        let (until, window) = (self.until.get(), self.window.get().max(FIRST_WINDOW));
-        if until > 0 && span.end + window / 2 <= until {
+        let (until, last_window) = (self.until.load(Relaxed), self.window.load(Relaxed));
+        if until > 0 && span.end + last_window / 2 <= until {
             return None;
         }
+        let window = if until == 0 {
+            FIRST_WINDOW
+        } else {
+            (last_window * 2).clamp(FIRST_WINDOW, MAX_WINDOW)
+        };
         let from = span.start.max(until);
         let to = from + window;
-        self.until.set(to);
-        self.window.set((window * 2).min(MAX_WINDOW));
+        self.until.store(to, Relaxed);
+        self.window.store(window, Relaxed);
         Some(from..to)
     }
 }
@@ -82,7 +99,7 @@ mod tests {
         let ra = ReadAhead::default();
         let mut asked: Vec<Range<u64>> = Vec::new();
         for span in row(1000, 200, 3000) {
-            let first = asked.is_empty() && ra.last_end.get() == 0;
+            let first = asked.is_empty() && ra.last_end.load(Relaxed) == 0;
             let got = ra.before(span.clone());
             if first {
                 assert_eq!(got, None, "the first read of a row asks for nothing");
@@ -123,6 +140,9 @@ mod tests {
             ra.before(1_000_100..1_000_200),
             Some(1_000_100..1_000_100 + FIRST_WINDOW)
         );
+        // The same record twice is no step either way.
+        assert_eq!(ra.before(1_000_100..1_000_200), None);
+        assert_eq!(ra.before(1_000_200..1_000_300), None);
         // Backwards.
         assert_eq!(ra.before(500..600), None);
         // A gap of skipped records still follows.
