@@ -13,8 +13,10 @@
 //! segment, keyed by `(segment file number, record number >> 4)`.
 //! Segments never change and file numbers are never reused within an open
 //! database, so an entry is never stale: a rewritten key lives in another
-//! segment, under another key. Entries of segments a merge removed are
-//! unreachable and age out.
+//! segment, under another key. Entries of a segment a merge removed are
+//! unreachable; the segment drops them when it goes
+//! ([`ValueCache::forget_segment`]), so they do not hold budget until the
+//! hand comes round.
 //!
 //! Eviction is CLOCK (second chance) per shard: a hit sets the entry's
 //! bit; the hand clears set bits and evicts the first entry it finds
@@ -208,6 +210,24 @@ impl ValueCache {
         }
     }
 
+    /// Drops every entry of segment `segment` (one a merge replaced: no
+    /// reader will ask for its records again). A pass over every shard
+    /// under its lock, once per segment removed.
+    pub(crate) fn forget_segment(&self, segment: u64) {
+        for shard in self.shards.iter() {
+            let mut shard = lock(shard);
+            let keys: Vec<Key> = shard
+                .index
+                .keys()
+                .filter(|k| k.0 == segment)
+                .copied()
+                .collect();
+            for key in keys {
+                shard.remove(key);
+            }
+        }
+    }
+
     /// Counts, for stats.
     pub(crate) fn stats(&self) -> ValueCacheStats {
         let mut stats = ValueCacheStats {
@@ -392,6 +412,34 @@ mod tests {
         assert_eq!(out, b"old", "a miss leaves out alone");
         let s = c.stats();
         assert_eq!((s.hits, s.misses, s.values), (3, 3, 3));
+        check(&c);
+    }
+
+    #[test]
+    fn forgetting_a_segment_drops_its_entries_and_keeps_the_others() {
+        let c = ValueCache::new(1 << 20).expect("a cache");
+        for r in 0..200u64 {
+            c.insert(3, r, &[3; 50]);
+            c.insert(4, r, &[4; 50]);
+        }
+        let before = c.stats();
+        assert_eq!(before.values, 400);
+        c.forget_segment(3);
+        let after = c.stats();
+        assert_eq!(after.values, 200);
+        assert!(after.charged_bytes * 2 <= before.charged_bytes + 1);
+        let mut out = Vec::new();
+        for r in 0..200u64 {
+            assert!(
+                !c.get(3, r, &mut out),
+                "record {r} of the forgotten segment"
+            );
+            assert!(c.get(4, r, &mut out), "record {r} of the other");
+            assert_eq!(out, [4; 50]);
+        }
+        // The freed slots take new entries.
+        c.insert(5, 0, b"new");
+        assert!(c.get(5, 0, &mut out));
         check(&c);
     }
 

@@ -318,6 +318,40 @@ fn resident_index_is_counted_and_changes_no_result() {
     }
 }
 
+/// A merge's inputs leave the value cache with them: once the compaction
+/// is done and no reader holds the old segments, the cache holds none of
+/// their values (they would otherwise hold the budget until evicted).
+#[test]
+fn values_of_merged_segments_leave_the_cache() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let options = Options {
+        value_cache_bytes: 1 << 20,
+        ..common::small()
+    };
+    let db = DB::open(dir.path(), options).expect("open");
+    for half in 0..2u32 {
+        for i in (half..1_000).step_by(2) {
+            db.put(format!("key{i:05}"), format!("value {i}"))
+                .expect("put");
+        }
+        db.flush().expect("flush");
+    }
+    for i in 0..1_000u32 {
+        assert!(db.get(format!("key{i:05}")).expect("get").is_some());
+    }
+    assert!(db.stats().expect("stats").value_cache.values >= 1_000);
+    db.compact().expect("compact");
+    let after = db.stats().expect("stats").value_cache;
+    assert_eq!((after.values, after.charged_bytes), (0, 0), "{after:?}");
+    for i in 0..1_000u32 {
+        assert_eq!(
+            db.get(format!("key{i:05}")).expect("get"),
+            Some(format!("value {i}").into_bytes())
+        );
+    }
+    assert!(db.stats().expect("stats").value_cache.values >= 1_000);
+}
+
 /// Reads through the value cache answer what reads without it do, before
 /// and after overwrites, deletes, a merge and a reopen (a cached value is
 /// never served for a key rewritten since); repeated reads hit it, and

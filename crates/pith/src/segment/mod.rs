@@ -716,11 +716,11 @@ impl Segment {
 
 impl Drop for Segment {
     fn drop(&mut self) {
-        if let Some(fs) = self
-            .fs
-            .as_ref()
-            .filter(|_| self.obsolete.load(Ordering::Acquire))
-        {
+        let obsolete = self.obsolete.load(Ordering::Acquire);
+        if let Some(cache) = self.cache.as_ref().filter(|_| obsolete) {
+            cache.forget_segment(self.number);
+        }
+        if let Some(fs) = self.fs.as_ref().filter(|_| obsolete) {
             // Best effort: a file left behind is not in the manifest, and
             // the next open removes it.
             let _ = fs.remove(&self.path);
