@@ -26,8 +26,9 @@
 //! Invariants of an opened `Model`: both checksums matched, the body is a
 //! valid model section (prefix codes, a dictionary that inflates to its
 //! stated size), and `fingerprint` is the crc32c of that body. The
-//! matcher's index (about five bytes per dictionary byte plus up to
-//! 16 MiB of chain heads) is built when an encoder needs it and freed when
+//! matcher's index (its chains, four bytes per dictionary byte, plus up
+//! to 16 MiB of chain heads; it reads the decoder's dictionary, no copy)
+//! is built when an encoder needs it and freed when
 //! the last encoder using it is dropped: an idle or read-only database
 //! holds only the dictionary and the decode tables.
 

@@ -114,7 +114,7 @@ impl DictIndex {
             long_head[long_hash(&dict[p..], long_bits)] = p as u32;
         }
         DictIndex {
-            dict: shared.clone(),
+            dict: shared,
             bits,
             head,
             chain,
@@ -157,8 +157,10 @@ impl DictIndex {
         !self.chain.is_empty() || self.dict.len() < HASH_LEN
     }
 
-    /// Memory held beyond the dictionary (which its model's decoder
-    /// counts): the heads of both tables and the chains.
+    /// Memory held beyond the dictionary: the heads of both tables and the
+    /// chains. The dictionary is its model's decoder's (which counts it)
+    /// for an index over a model; one built by [`DictIndex::new`]
+    /// (training) holds its own copy besides.
     pub(crate) fn heap_bytes(&self) -> usize {
         4 * (self.head.len() + self.chain.len() + self.long_head.len())
     }

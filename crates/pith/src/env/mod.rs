@@ -184,21 +184,29 @@ impl FileBytes {
     }
 
     /// Asks the kernel to start reading the pages holding `range` into
-    /// the page cache now, in one request (`MADV_WILLNEED`), rather than
-    /// one page fault and one read at a time as they are touched (segment
-    /// mappings are advised for random access, so the kernel reads no
-    /// page ahead by itself). For a reader about to go through `range` in
-    /// order. Heap bytes, systems without `madvise` and a refused advice
-    /// are left as they are: it changes speed, never results.
+    /// the page cache now (`MADV_WILLNEED`), rather than one page fault
+    /// and one read at a time as they are touched (segment mappings are
+    /// advised for random access, so the kernel reads no page ahead by
+    /// itself). For a reader about to go through `range` in order. One
+    /// advice per 128 KiB: Linux reads at most a disk's read-ahead size
+    /// (128 KiB by default) for one call and drops the rest. Heap bytes,
+    /// systems without `madvise` and a refused advice are left as they
+    /// are: it changes speed, never results.
     pub(crate) fn will_need(&self, range: std::ops::Range<usize>) {
-        const PAGE: usize = 4 << 10;
-        let (start, end) = (range.start / PAGE * PAGE, range.end.min(self.len()));
+        const PIECE: usize = 128 << 10;
+        let end = range.end.min(self.len());
         #[cfg(unix)]
-        if let (Bytes::Mapped(map), true) = (&self.0, start < end) {
-            let _ = map.advise_range(memmap2::Advice::WillNeed, start, end - start);
+        if let Bytes::Mapped(map) = &self.0 {
+            // memmap2 rounds each start down to its page.
+            let mut at = range.start;
+            while at < end {
+                let len = (end - at).min(PIECE);
+                let _ = map.advise_range(memmap2::Advice::WillNeed, at, len);
+                at += len;
+            }
         }
         #[cfg(not(unix))]
-        let _ = (start, end);
+        let _ = end;
     }
 }
 

@@ -565,6 +565,7 @@ impl Segment {
     pub(crate) fn value_in_row(&self, r: u64, out: &mut Vec<u8>, ahead: &ReadAhead) -> Result<()> {
         if let Some(cache) = &self.cache {
             if cache.get(self.number, r, out) {
+                ahead.note(self.stored_span(r));
                 return Ok(());
             }
         }
@@ -579,11 +580,18 @@ impl Segment {
     /// Before a read of record `r` by a reader in key order: asks the
     /// kernel for the records ahead when `ahead` says so.
     pub(crate) fn read_ahead(&self, r: u64, ahead: &ReadAhead) {
-        let base = self.header.sections[format::STORE].offset;
-        let stored = self.store.stored_range(r);
-        if let Some(range) = ahead.before(base + stored.start..base + stored.end) {
+        if let Some(range) = ahead.before(self.stored_span(r)) {
             self.map.will_need(range.start as usize..range.end as usize);
         }
+    }
+
+    /// Where in the file the bytes a read of record `r` reads are (its
+    /// checksum group's stored bytes; the store's pool starts its
+    /// section).
+    fn stored_span(&self, r: u64) -> std::ops::Range<u64> {
+        let base = self.header.sections[format::STORE].offset;
+        let stored = self.store.stored_range(r);
+        base + stored.start..base + stored.end
     }
 
     /// Replaces `out` with record `r`'s value, decoded from the store,

@@ -256,7 +256,11 @@ fn read_phase(args: &Args, dir: &std::path::Path, data: &Loaded) -> Result<(), C
     // The harness's own memory is made before the limit applies (see
     // `workload::Histograms`): the reader threads' histograms (returned
     // after each workload), each workload's merged one and the writer's.
-    let mut hists = workload::Histograms::new(args.threads + read_workloads(args).len() + 2);
+    let mut hists = workload::Histograms::new(
+        args.threads
+            + read_workloads(args).len()
+            + 2 * usize::from(wants(args, READ_WHILE_WRITING)),
+    );
     let guard = if limit > 0 {
         match sys::MemoryLimit::enter(limit) {
             Ok(g) => {

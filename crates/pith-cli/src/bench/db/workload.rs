@@ -57,7 +57,7 @@ pub struct Outcome {
     pub hist: Histogram<u64>,
 }
 
-pub(crate) fn histogram() -> Histogram<u64> {
+fn histogram() -> Histogram<u64> {
     Histogram::new_with_bounds(1, 3_600_000_000_000, 3).unwrap_or_else(|_| {
         Histogram::new(3).unwrap_or_else(|_| unreachable!("3 significant digits is valid"))
     })
@@ -76,8 +76,9 @@ impl Histograms {
     pub fn new(n: usize) -> Self {
         let pool = (0..n)
             .map(|_| {
+                // Made by writing every count (zero), so the pages are
+                // faulted in now; `reset` makes sure of it.
                 let mut h = histogram();
-                // Writes every count (zero): the pages are faulted in now.
                 h.reset();
                 h
             })
