@@ -229,6 +229,29 @@ fn segment_matches_docs() {
     assert_eq!(seg.deadline(0), crate::dbformat::NO_DEADLINE);
 }
 
+/// The file ranges read-ahead works from are the store's checksum groups
+/// in the file: the first starts the store section (its pool comes
+/// first), each record's is its group's (the same as the record before,
+/// or starting where that one ends), and the last is inside the section.
+#[test]
+fn stored_spans_are_the_groups_of_the_store_section_in_order() {
+    let seg = check_segment(None, "golden-segment-v1");
+    let section = seg.store_section();
+    let spans: Vec<_> = (0..seg.records()).map(|r| seg.stored_span(r)).collect();
+    assert_eq!(spans[0].start, section.start, "{spans:?} in {section:?}");
+    for pair in spans.windows(2) {
+        assert!(
+            pair[0] == pair[1] || pair[0].end == pair[1].start,
+            "{spans:?}"
+        );
+    }
+    let last = spans.last().expect("records");
+    assert!(
+        last.start < last.end && last.end <= section.end,
+        "{spans:?} in {section:?}"
+    );
+}
+
 #[test]
 fn segment_with_a_deadline_matches_docs() {
     let seg = check_segment(Some(1_767_225_600_000), "golden-segment-v2");

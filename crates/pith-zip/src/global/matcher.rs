@@ -85,7 +85,7 @@ impl DictIndex {
     /// with the chains behind the heads when `chains`; the index keeps a
     /// copy of `dict`.
     pub(crate) fn new(dict: &[u8], chains: bool) -> Self {
-        DictIndex::over(Arc::new(Dictionary::new(dict.to_vec())), chains)
+        DictIndex::over(Arc::new(Dictionary::from_slice(dict)), chains)
     }
 
     /// [`DictIndex::new`] over a dictionary in memory already (a model's

@@ -588,7 +588,7 @@ impl Segment {
     /// Where in the file the bytes a read of record `r` reads are (its
     /// checksum group's stored bytes; the store's pool starts its
     /// section).
-    fn stored_span(&self, r: u64) -> std::ops::Range<u64> {
+    pub(crate) fn stored_span(&self, r: u64) -> std::ops::Range<u64> {
         let base = self.header.sections[format::STORE].offset;
         let stored = self.store.stored_range(r);
         base + stored.start..base + stored.end
@@ -681,19 +681,14 @@ impl Segment {
     /// for each megabyte before it is summed: the mapping is advised for
     /// random access, so a cold file was otherwise read a page per fault.
     fn crc_reading_ahead(&self, bytes: &[u8], range: std::ops::Range<usize>) -> u32 {
-        const CHUNK: usize = 1 << 20;
-        let mut crc = 0;
-        let mut at = range.start;
-        self.map.will_need(at..(at + CHUNK).min(range.end));
-        while at < range.end {
-            let end = (at + CHUNK).min(range.end);
-            if end < range.end {
-                self.map.will_need(end..(end + CHUNK).min(range.end));
-            }
-            crc = crc32c::crc32c_append(crc, &bytes[at..end]);
-            at = end;
-        }
-        crc
+        crc_in_chunks(bytes, range, 1 << 20, |r| self.map.will_need(r))
+    }
+
+    /// The store section's place in the file (tests).
+    #[cfg(test)]
+    pub(crate) fn store_section(&self) -> std::ops::Range<u64> {
+        let s = self.header.sections[format::STORE];
+        s.offset..s.offset + s.len
     }
 
     /// Sizes and counts.
@@ -736,6 +731,29 @@ impl Drop for Segment {
     }
 }
 
+/// The crc32c of `bytes[range]`, summed `chunk` bytes at a time, calling
+/// `ask` with each chunk's range before the chunk before it is summed (the
+/// first before anything).
+fn crc_in_chunks(
+    bytes: &[u8],
+    range: std::ops::Range<usize>,
+    chunk: usize,
+    mut ask: impl FnMut(std::ops::Range<usize>),
+) -> u32 {
+    let mut crc = 0;
+    let mut at = range.start;
+    ask(at..(at + chunk).min(range.end));
+    while at < range.end {
+        let end = (at + chunk).min(range.end);
+        if end < range.end {
+            ask(end..(end + chunk).min(range.end));
+        }
+        crc = crc32c::crc32c_append(crc, &bytes[at..end]);
+        at = end;
+    }
+    crc
+}
+
 /// Splits the history section: `h | key ids (h) | starts (h + 1)`.
 fn split_history(
     w: &'static [u64],
@@ -767,4 +785,37 @@ fn split_history(
         return Err("records beyond the keys but no history groups".into());
     }
     Ok((ids, starts))
+}
+
+#[cfg(test)]
+mod crc_tests {
+    use super::crc_in_chunks;
+
+    /// Summed in chunks, a range has the crc32c it has whole, and every
+    /// chunk is asked for, in order, before it is summed.
+    #[test]
+    fn chunked_sums_match_and_ask_for_every_chunk_ahead() {
+        let bytes: Vec<u8> = (0..10_000u32).map(|i| (i * 31 % 251) as u8).collect();
+        for (range, chunk) in [
+            (0..10_000, 1000),
+            (17..9_999, 333),
+            (5..6, 7),
+            (40..40, 8),
+            (0..10_000, 1 << 20),
+        ] {
+            let mut asked = Vec::new();
+            let crc = crc_in_chunks(&bytes, range.clone(), chunk, |r| asked.push(r));
+            assert_eq!(
+                crc,
+                crc32c::crc32c(&bytes[range.clone()]),
+                "{range:?} by {chunk}"
+            );
+            let covered: Vec<usize> = asked.iter().flat_map(|r| r.clone()).collect();
+            assert_eq!(
+                covered,
+                range.clone().collect::<Vec<_>>(),
+                "{range:?} by {chunk}"
+            );
+        }
+    }
 }

@@ -439,18 +439,24 @@ mod tests {
             .map(|(i, k)| (k.clone(), values[i % 2].clone()))
             .collect();
 
-        let plain = read(
-            db.as_ref(),
-            &keys,
-            &values,
-            Read::Random,
-            2,
-            Budget::Ops(1000),
-            7,
-            &mut Histograms::new(3),
-        )
-        .unwrap();
-        assert_eq!(plain.ops, 1000);
+        // One pool through two workloads, as a read phase runs them: the
+        // histograms given back are empty when taken again.
+        let mut hists = Histograms::new(3);
+        for ops in [1000, 700] {
+            let plain = read(
+                db.as_ref(),
+                &keys,
+                &values,
+                Read::Random,
+                2,
+                Budget::Ops(ops),
+                7,
+                &mut hists,
+            )
+            .unwrap();
+            assert_eq!(plain.ops, ops);
+            assert_eq!(plain.hist.len(), ops, "latencies of this workload only");
+        }
 
         let run = read_while_writing(
             db.as_ref(),
