@@ -549,27 +549,30 @@ impl Segment {
     /// Replaces `out` with record `r`'s value: from the value cache when
     /// it holds it, else decoded (and then cached).
     pub(crate) fn value(&self, r: u64, out: &mut Vec<u8>) -> Result<()> {
-        let Some(cache) = &self.cache else {
-            return self.decode(r, out);
-        };
-        if !cache.get(self.number, r, out) {
-            self.decode(r, out)?;
-            cache.insert(self.number, r, out);
-        }
-        Ok(())
+        self.value_through(r, out, None)
     }
 
     /// [`Segment::value`] for a cursor reading records in key order: on a
     /// value cache miss, `ahead` may first ask the kernel to read the
     /// records that follow (see `readahead.rs`).
     pub(crate) fn value_in_row(&self, r: u64, out: &mut Vec<u8>, ahead: &ReadAhead) -> Result<()> {
+        self.value_through(r, out, Some(ahead))
+    }
+
+    /// [`Segment::value`], telling `ahead` (when given) of a hit and
+    /// letting it read ahead before a decode.
+    fn value_through(&self, r: u64, out: &mut Vec<u8>, ahead: Option<&ReadAhead>) -> Result<()> {
         if let Some(cache) = &self.cache {
             if cache.get(self.number, r, out) {
-                ahead.note(self.stored_span(r));
+                if let Some(ahead) = ahead {
+                    ahead.note(self.stored_span(r));
+                }
                 return Ok(());
             }
         }
-        self.read_ahead(r, ahead);
+        if let Some(ahead) = ahead {
+            self.read_ahead(r, ahead);
+        }
         self.decode(r, out)?;
         if let Some(cache) = &self.cache {
             cache.insert(self.number, r, out);
@@ -634,7 +637,10 @@ impl Segment {
 
     /// Checks every checksum and decodes every record.
     pub(crate) fn verify(&self) -> Result<()> {
-        let bytes: &[u8] = &self.map;
+        // Summed a megabyte at a time, each asked of the kernel first: the
+        // mapping is advised for random access, so a cold file was
+        // otherwise read a page per fault.
+        const CHUNK: usize = 1 << 20;
         let sections = self
             .header
             .sections
@@ -642,7 +648,7 @@ impl Segment {
             .take(self.header.section_count());
         for (i, s) in sections.enumerate() {
             let section = s.offset as usize..(s.offset + s.len) as usize;
-            let computed = self.crc_reading_ahead(bytes, section);
+            let computed = crc_in_chunks(&self.map, section, CHUNK, |r| self.map.will_need(r));
             if computed != s.crc {
                 return Err(Error::corrupt(
                     &self.path,
@@ -675,13 +681,6 @@ impl Segment {
             ));
         }
         Ok(())
-    }
-
-    /// The crc32c of `bytes[range]` (the file's bytes), asking the kernel
-    /// for each megabyte before it is summed: the mapping is advised for
-    /// random access, so a cold file was otherwise read a page per fault.
-    fn crc_reading_ahead(&self, bytes: &[u8], range: std::ops::Range<usize>) -> u32 {
-        crc_in_chunks(bytes, range, 1 << 20, |r| self.map.will_need(r))
     }
 
     /// The store section's place in the file (tests).
