@@ -110,7 +110,8 @@ pub fn stats(args: &StatsArgs) -> Result<(), CliError> {
             .map(|x| {
                 serde_json::json!({"number": x.number, "keys": x.keys, "records": x.records,
                 "tombstones": x.tombstones, "index_bytes": x.index_bytes, "store_bytes": x.store_bytes,
-                "resident_bytes": x.resident_bytes, "file_bytes": x.file_bytes, "codec": x.codec, "model": x.model})
+                "resident_bytes": x.resident_bytes, "file_bytes": x.file_bytes, "codec": x.codec, "model": x.model,
+                "tag_bits": x.tag_bits})
             })
             .collect();
         let models: Vec<serde_json::Value> = s
@@ -201,7 +202,7 @@ pub fn stats(args: &StatsArgs) -> Result<(), CliError> {
             .map(|m| format!(", model {m:06}"))
             .unwrap_or_default();
         println!(
-            "  {:06}.seg  {}, {}, {}, trie {} B, store {} B ({}{model}), file {} B",
+            "  {:06}.seg  {}, {}, {}, trie {} B, store {} B ({}{model}), tags {} bits a record, file {} B",
             x.number,
             count(x.keys, "key"),
             count(x.records, "version"),
@@ -209,6 +210,7 @@ pub fn stats(args: &StatsArgs) -> Result<(), CliError> {
             x.index_bytes,
             x.store_bytes,
             x.codec,
+            x.tag_bits,
             x.file_bytes
         );
     }

@@ -53,6 +53,7 @@ fn segment_dict<'py>(py: Python<'py>, s: &SegmentInfo) -> PyResult<Bound<'py, Py
     d.set_item("codec", &s.codec)?;
     d.set_item("model", s.model)?;
     d.set_item("seq_range", s.seq_range)?;
+    d.set_item("tag_bits", s.tag_bits)?;
     Ok(d)
 }
 

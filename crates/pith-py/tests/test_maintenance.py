@@ -32,6 +32,8 @@ def test_stats_is_a_dict_of_the_engine_fields(db):
     assert seg["keys"] == 500 and seg["records"] == 500
     assert seg["file_bytes"] > 0 and isinstance(seg["codec"], str)
     assert isinstance(seg["seq_range"], tuple)
+    # The first segment, no snapshot: no reader needs its sequence numbers.
+    assert seg["tag_bits"] == 0
     assert s["disk_bytes"] >= seg["file_bytes"]
     before = s["value_cache"]["hits"]
     for _ in range(2):

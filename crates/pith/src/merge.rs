@@ -9,6 +9,12 @@
 //! dropped too: with nothing below them, "deleted" and "absent" read the
 //! same.
 //!
+//! A build that will be the oldest segment may also forget its sequence
+//! numbers ([`forgets_seqs`]): when no live snapshot is older than its
+//! newest version, every reader, now or later, sees all of its versions,
+//! and they are written at one sequence number (RocksDB zeroes them in its
+//! bottommost compactions for the same reason). The tags then take no bits.
+//!
 //! Before that, [`expire`] turns every put past its deadline at the
 //! build's time into a tombstone at the same sequence number: every read
 //! already sees it as one, and it must still hide the older versions
@@ -54,6 +60,21 @@ pub(crate) fn retain<T>(versions: &mut Vec<(u64, T)>, snapshots: &[u64], bottomm
     }
 }
 
+/// Whether a build whose newest version is at `max_seq` may write all its
+/// versions at one sequence number: it will be the oldest segment
+/// (`bottommost`) and no live snapshot (`snapshots`, ascending) is older
+/// than `max_seq`. Readers cannot tell: a reader's sequence number is a
+/// live snapshot's or the one published when it started, and snapshots
+/// taken later are at or above `max_seq` (a build's versions were all
+/// published before it began: a memtable is frozen under the writer
+/// role, after its last write's sequence number is). With no snapshot
+/// below `max_seq`, [`retain`] kept one version per key, and with
+/// `bottommost` no tombstone: there is nothing left whose order the
+/// sequence numbers would decide.
+pub(crate) fn forgets_seqs(snapshots: &[u64], bottommost: bool, max_seq: u64) -> bool {
+    bottommost && snapshots.first().is_none_or(|&oldest| oldest >= max_seq)
+}
+
 /// Turns the puts of `versions` expired at `now` into tombstones with
 /// the same sequence numbers (and no deadline).
 pub(crate) fn expire(versions: &mut [(u64, ValueRef)], now: u64) {
@@ -71,6 +92,9 @@ pub(crate) fn expire(versions: &mut [(u64, ValueRef)], now: u64) {
 pub(crate) struct MemSource<'a> {
     groups: Vec<MemGroup<'a>>,
     entries: Vec<MemEntry<'a>>,
+    /// The oldest live snapshot's sequence number, if any.
+    oldest_snapshot: Option<u64>,
+    bottommost: bool,
 }
 
 /// One key of a [`MemSource`] and the versions of it a build keeps.
@@ -116,7 +140,12 @@ impl<'a> MemSource<'a> {
             entries.push(e);
         }
         finish(pending, &mut groups);
-        MemSource { groups, entries }
+        MemSource {
+            groups,
+            entries,
+            oldest_snapshot: snapshots.first().copied(),
+            bottommost,
+        }
     }
 }
 
@@ -138,6 +167,10 @@ impl GroupSource for MemSource<'_> {
 
     fn value_in_memory(&self, v: &ValueRef) -> Option<&[u8]> {
         self.entries.get(v.index as usize).map(|e| e.value())
+    }
+
+    fn forgets_seqs(&self, max_seq: u64) -> bool {
+        forgets_seqs(self.oldest_snapshot.as_slice(), self.bottommost, max_seq)
     }
 }
 
@@ -224,6 +257,10 @@ impl GroupSource for MergeSource {
         let src = v.src as usize;
         self.segments[src].read_ahead(v.index, &self.ahead[src]);
         self.segments[src].encoded(v.index, model)
+    }
+
+    fn forgets_seqs(&self, max_seq: u64) -> bool {
+        forgets_seqs(&self.snapshots, self.bottommost, max_seq)
     }
 }
 

@@ -154,6 +154,12 @@ pub struct SegmentInfo {
     pub model: Option<u64>,
     /// Lowest and highest sequence number.
     pub seq_range: (u64, u64),
+    /// Bits of each record's tag (its sequence number and kind); 0 when
+    /// every record is a put at the lowest sequence number: a bulk load,
+    /// or a build that will be the oldest segment while no snapshot is
+    /// older than its newest version (no reader needs its sequence
+    /// numbers; see `docs/format.md`, "Segment file").
+    pub tag_bits: u32,
 }
 
 fn words(bytes: &[u8]) -> Option<&[u64]> {
@@ -712,6 +718,7 @@ impl Segment {
             codec: self.store.codec().name().to_string(),
             model: self.model.as_ref().map(|m| m.number),
             seq_range: (self.header.min_seq, self.header.max_seq),
+            tag_bits: self.tags.width(),
         }
     }
 }

@@ -6,7 +6,10 @@
 //! `width` is the fewest bits that hold the largest entry (at most 57),
 //! and 0 when every record is a put at `min_seq` (every entry 1): a
 //! bulk-loaded segment, whose records share one sequence number, spends
-//! nothing per record; a flushed memtable about `log2(writes)` bits.
+//! nothing per record, nor does a build that will be the oldest segment
+//! while no snapshot is older than its newest version (it writes every
+//! record at `min_seq`: see `merge::forgets_seqs`); a flush above other
+//! segments about `log2(writes)` bits.
 //! (Width 0 is read since record store version 3; see `docs/format.md`.)
 
 use pith_enc::packed::{self, Packed};
@@ -62,6 +65,12 @@ impl<'a> Tags<'a> {
             min_seq,
             fill: u64::from(width == 0),
         })
+    }
+
+    /// Bits of each record's entry: 0 when every record is a put at
+    /// `min_seq`.
+    pub(crate) fn width(&self) -> u32 {
+        self.values.width()
     }
 
     /// Record `r`'s full tag (0 when out of range).

@@ -24,7 +24,7 @@ use std::io::{BufWriter, Write};
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::dbformat::{tag_kind, tag_seq, Kind, NO_DEADLINE};
+use crate::dbformat::{tag, tag_kind, tag_seq, Kind, NO_DEADLINE};
 use crate::env::{Fs, WritableFile};
 use crate::error::{Error, Result};
 use crate::filename::{self, FileKind};
@@ -78,6 +78,12 @@ pub(crate) trait GroupSource {
         _model: pith_zip::ModelRef,
     ) -> Result<Option<pith_zip::Encoded<'_>>> {
         Ok(None)
+    }
+    /// Whether every version the source yields may be written at its
+    /// lowest sequence number, given the highest (`max_seq`): see
+    /// `merge::forgets_seqs`.
+    fn forgets_seqs(&self, _max_seq: u64) -> bool {
+        false
     }
 }
 
@@ -314,6 +320,14 @@ fn build(
         return Ok(None);
     }
     let keys = tags.len() as u64;
+    // Every reader sees every version: one sequence number serves them
+    // all, and the tags take no bits (see `tags.rs`).
+    if hist_tags.is_empty()
+        && tags.iter().all(|&t| tag_kind(t) == Kind::Put)
+        && source.forgets_seqs(max_seq)
+    {
+        tags.fill(tag(min_seq, Kind::Put));
+    }
     tags.extend_from_slice(&hist_tags);
     let records = tags.len() as u64;
     let mut history = Vec::with_capacity(2 + 2 * hist_keys.len());
