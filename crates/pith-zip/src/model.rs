@@ -13,14 +13,15 @@
 //!
 //! ```text
 //! 0   magic "PITHMDL\0"
-//! 8   version u32 (1)          12  codec u32 (2: the global codec's model)
+//! 8   version u32 (1 or 2)     12  codec u32 (2: the global codec's model)
 //! 16  id u64
 //! 24  trained_from u64         bytes of sample records it was trained on
 //! 32  ratio f32                raw / encoded bytes on held-out records
 //! 36  literal price f32        the parse's average literal cost, in bits
 //! 40  body length u64
 //! 48  body crc32c u32          52  crc32c of bytes 0..52 u32
-//! 56  body: the global codec's model section ("PZG1 ...")
+//! 56  body: the global codec's model section ("PZG1 ..." in version 1,
+//!     "PZG2 ...", with a hot table, in version 2)
 //! ```
 //!
 //! Invariants of an opened `Model`: both checksums matched, the body is a
@@ -44,7 +45,10 @@ use crate::global::{self, DictIndex, Effort};
 
 /// Model file magic.
 pub const MODEL_MAGIC: [u8; 8] = *b"PITHMDL\0";
-const VERSION: u32 = 1;
+/// Model file version: 1 holds a version 1 model section ("PZG1"), 2 a
+/// version 2 one ("PZG2", with a hot table). The trainer writes 1 for a
+/// model without hot positions, so builds from before version 2 read it.
+const VERSION: u32 = 2;
 const GLOBAL: u32 = 2;
 /// Bytes of the model file header.
 pub const MODEL_HEADER_BYTES: usize = 56;
@@ -79,6 +83,8 @@ pub struct Model {
     ratio: f32,
     literal_price: f32,
     lengths: Vec<Vec<u8>>,
+    /// The hot table (a copy of the decoder's, for encoders).
+    hot: global::HotTable,
     decoder: global::Decoder,
     /// The matcher's index while some encoder holds it.
     index: Mutex<Weak<DictIndex>>,
@@ -149,8 +155,11 @@ impl Model {
         let index = Arc::downgrade(encoder.index());
         // The decoder takes the encoder's dictionary as it is (no copy),
         // and an index built over it later shares it too.
-        let decoder =
-            global::Decoder::over(encoder.index().shared_dict().clone(), encoder.lengths())?;
+        let decoder = global::Decoder::over(
+            encoder.index().shared_dict().clone(),
+            encoder.lengths(),
+            encoder.hot(),
+        )?;
         let model = Model {
             id,
             fingerprint: crc32c::crc32c(&body),
@@ -158,6 +167,7 @@ impl Model {
             ratio,
             literal_price: encoder.literal_price(),
             lengths: encoder.lengths().to_vec(),
+            hot: encoder.hot().clone(),
             decoder,
             index: Mutex::new(index),
         };
@@ -168,7 +178,7 @@ impl Model {
     fn file_bytes(&self, body: &[u8]) -> Vec<u8> {
         let mut b = Vec::with_capacity(MODEL_HEADER_BYTES + body.len());
         b.extend_from_slice(&MODEL_MAGIC);
-        le::put_u32(&mut b, VERSION);
+        le::put_u32(&mut b, if body.starts_with(b"PZG2") { 2 } else { 1 });
         le::put_u32(&mut b, GLOBAL);
         le::put_u64(&mut b, self.id);
         le::put_u64(&mut b, self.trained_from);
@@ -208,7 +218,7 @@ impl Model {
             });
         }
         let version = le::u32_in(h, 8);
-        if version != VERSION {
+        if !(1..=VERSION).contains(&version) {
             return Err(Error::UnsupportedVersion {
                 expected: VERSION,
                 found: version,
@@ -237,9 +247,19 @@ impl Model {
                 computed: fingerprint,
             });
         }
-        let (dict, lengths) = global::read_model(body)
+        let section = if version == 1 { b"PZG1" } else { b"PZG2" };
+        if !body.starts_with(section) {
+            return Err(corrupt(
+                MODEL_HEADER_BYTES as u64,
+                format!(
+                    "a version {version} model file must hold a \"{}\" section",
+                    String::from_utf8_lossy(section)
+                ),
+            ));
+        }
+        let global::ModelParts { dict, lengths, hot } = global::read_model(body)
             .map_err(|d| corrupt(MODEL_HEADER_BYTES as u64, format!("model section: {d}")))?;
-        let decoder = global::Decoder::from_parts(dict, &lengths)?;
+        let decoder = global::Decoder::from_parts(dict, &lengths, &hot)?;
         let price = |at: usize| f32::from_bits(le::u32_in(h, at));
         let (ratio, literal_price) = (price(32), price(36));
         if !(ratio.is_finite() && ratio > 0.0 && literal_price.is_finite() && literal_price > 0.0) {
@@ -255,6 +275,7 @@ impl Model {
             ratio,
             literal_price,
             lengths,
+            hot,
             decoder,
             index: Mutex::new(Weak::new()),
         })
@@ -336,6 +357,7 @@ impl Model {
         global::Encoder::for_model(
             self.index(options.effort),
             self.lengths.clone(),
+            &self.hot,
             self.literal_price,
             options.global_depth,
             options.effort,

@@ -415,3 +415,100 @@ fn the_matcher_index_shares_the_models_dictionary() {
         assert_eq!(m.heap_bytes(), alone);
     }
 }
+
+/// `file` with its body changed by `f` and both checksums made to match.
+fn with_body(file: &[u8], f: impl FnOnce(&mut Vec<u8>)) -> Vec<u8> {
+    let mut body = file[MODEL_HEADER_BYTES..].to_vec();
+    f(&mut body);
+    let mut out = file[..MODEL_HEADER_BYTES].to_vec();
+    out[40..48].copy_from_slice(&(body.len() as u64).to_le_bytes());
+    out[48..52].copy_from_slice(&crc32c::crc32c(&body).to_le_bytes());
+    let crc = crc32c::crc32c(&out[..52]);
+    out[52..56].copy_from_slice(&crc.to_le_bytes());
+    out.extend_from_slice(&body);
+    out
+}
+
+/// Records that repeat phrases get a model naming their positions by
+/// rank (a version 2 section, "PZG2", whose records read back through a
+/// reopened model); a model without hot positions is written as version
+/// 1 ("PZG1", what builds before ranks read); and a hot table that breaks
+/// its limits is refused at open even when every checksum matches.
+/// Records of phrases in an order no prediction follows, with noise
+/// between them: matches name dictionary positions outright.
+fn phrases(n: usize, salt: usize) -> Vec<Vec<u8>> {
+    let words = [
+        "Architecture: amd64",
+        "Priority: optional",
+        "Section: libs",
+        "Maintainer: Debian Games Team",
+        "Depends: libc6 (>= 2.34)",
+        "Multi-Arch: same",
+        "Tag: role::program",
+        "Section: games",
+        "Priority: extra",
+        "Architecture: all",
+        "Depends: python3:any",
+        "Tag: devel::library",
+        "Maintainer: Debian Python Team",
+    ];
+    (0..n)
+        .map(|i| {
+            let mut r = String::new();
+            for k in 0..6 {
+                let h = (i * 7919 + k * 104_729 + salt * 31) % 1_000_003;
+                r.push_str(words[h % words.len()]);
+                r.push_str(&format!("\n{:08x}\n", h * 2_654_435_761 % (1 << 32)));
+            }
+            r.into_bytes()
+        })
+        .collect()
+}
+
+#[test]
+fn hot_tables_are_written_read_and_checked() {
+    // Enough that training keeps records beside the ratio's trial (1 MiB
+    // of the held-out half).
+    let (m, file) = model(9, &phrases(24_000, 3));
+    assert_eq!(&file[MODEL_HEADER_BYTES..][..4], b"PZG2");
+    let records = phrases(300, 5);
+    let bytes = build(&m, &records);
+    let words = aligned(&bytes);
+    let reopened = Arc::new(Model::open(&file).expect("open"));
+    check(
+        &Store::open_with_model(view(&words, bytes.len()), Some(reopened)).expect("open"),
+        &records,
+    );
+    let (_, plain) = model(8, &[]);
+    assert_eq!(&plain[MODEL_HEADER_BYTES..][..4], b"PZG1");
+    // The file's version says which: 2 with a hot table, 1 without.
+    assert_eq!((file[8], plain[8]), (2, 1));
+    let mut v1 = file.clone();
+    v1[8] = 1;
+    let crc = crc32c::crc32c(&v1[..52]);
+    v1[52..56].copy_from_slice(&crc.to_le_bytes());
+    let e = Model::open(&v1).expect_err("refused").to_string();
+    assert!(e.contains("must hold a \"PZG1\" section"), "{e}");
+
+    // The hot table follows the fourteen tables of code lengths.
+    let body = &file[MODEL_HEADER_BYTES..];
+    let mut at = 12;
+    for _ in 0..14 {
+        at += crate::huffman::read_lengths(&body[at..])
+            .expect("lengths")
+            .1;
+    }
+    let count = u32::from_le_bytes(body[at..at + 4].try_into().expect("4 bytes"));
+    assert!(count > 0, "hot positions");
+    assert!(Model::open(&with_body(&file, |_| {})).is_ok());
+    let too_many = with_body(&file, |b| {
+        b[at..at + 4].copy_from_slice(&(1u32 << 20).to_le_bytes());
+    });
+    let e = Model::open(&too_many).expect_err("refused").to_string();
+    assert!(e.contains("hot positions, more than"), "{e}");
+    // One entry more than written eats into the dictionary's frame.
+    let one_more = with_body(&file, |b| {
+        b[at..at + 4].copy_from_slice(&(count + 1).to_le_bytes());
+    });
+    assert!(Model::open(&one_more).is_err());
+}

@@ -42,7 +42,7 @@ use super::tables::{
     fused_kind, fused_value, next_ctx, Alphabet, Fused, FusedEntry, Literals, MatchSource,
     ESCAPE_CLASS, KIND_END, LITERAL_ESCAPE, PAIR_BITS,
 };
-use super::{prefetch, read_model, MAX_EXPANSION};
+use super::{prefetch, read_model, HotTable, MAX_EXPANSION};
 use crate::bits::BitReader;
 use crate::error::{Error, Result};
 use crate::huffman::{self, MAX_BITS};
@@ -65,6 +65,9 @@ pub(crate) struct Decoder {
     lit_len_code: huffman::Decoder,
     match_len_code: huffman::Decoder,
     source_code: huffman::Decoder,
+    /// The hot table's positions by rank, then one 0 (never empty, so the
+    /// branch-free lookup of every source has a slot to read).
+    hot: Box<[u32]>,
 }
 
 /// Bytes [`Decoder::decode_sized`] makes room for at once, at most: a
@@ -116,18 +119,20 @@ fn read_fused(r: &mut BitReader<'_>, e: FusedEntry) -> u64 {
 impl Decoder {
     /// Reads a model section.
     pub(crate) fn open(model: &[u8]) -> Result<Self> {
-        let (dict, lengths) = read_model(model).map_err(bad)?;
-        Decoder::from_parts(dict, &lengths)
+        let parts = read_model(model).map_err(bad)?;
+        Decoder::from_parts(parts.dict, &parts.lengths, &parts.hot)
     }
 
-    /// A decoder for `dict` with the codes of `lengths` (one table each).
-    pub(crate) fn from_parts(dict: Vec<u8>, lengths: &[Vec<u8>]) -> Result<Self> {
-        Decoder::over(Arc::new(Dictionary::new(dict)), lengths)
+    /// A decoder for `dict` with the codes of `lengths` (one table each)
+    /// and the hot positions of `hot`.
+    pub(crate) fn from_parts(dict: Vec<u8>, lengths: &[Vec<u8>], hot: &HotTable) -> Result<Self> {
+        Decoder::over(Arc::new(Dictionary::new(dict)), lengths, hot)
     }
 
     /// A decoder for a dictionary already in memory (an encoder's, just
-    /// trained), with the codes of `lengths`.
-    pub(crate) fn over(dict: Arc<Dictionary>, lengths: &[Vec<u8>]) -> Result<Self> {
+    /// trained), with the codes of `lengths` and the hot positions of
+    /// `hot` (each below the dictionary's length: see `hot.rs`).
+    pub(crate) fn over(dict: Arc<Dictionary>, lengths: &[Vec<u8>], hot: &HotTable) -> Result<Self> {
         let mut tables = Vec::with_capacity(lengths.len());
         for (t, l) in lengths.iter().enumerate() {
             tables.push(
@@ -154,7 +159,14 @@ impl Decoder {
             lit_len_code: lit_len,
             match_len_code: match_len,
             source_code: source,
+            hot: hot.positions().iter().copied().chain([0]).collect(),
         })
+    }
+
+    /// Hot positions (the table's entries, without the padding one).
+    #[inline]
+    fn hot_len(&self) -> usize {
+        self.hot.len() - 1
     }
 
     /// Dictionary size in bytes (in memory, inflated).
@@ -176,6 +188,7 @@ impl Decoder {
             + self.match_len.heap_bytes()
             + self.source.heap_bytes()
             + self.match_source.heap_bytes()
+            + self.hot.len() * 4
             + codes.iter().map(|c| c.table().len() * 2).sum::<usize>()
     }
 
@@ -328,17 +341,24 @@ impl Decoder {
             // `local` and `at`: the dictionary position, or the distance
             // back into the record; computed without a branch per kind of
             // source (which one comes next is as good as random).
-            let (local, at) = if e != 0 {
+            let (local, at, hot_ok) = if e != 0 {
                 let v = read_fused(&mut r, e);
                 let kind = fused_kind(e);
                 let near = (cursor + lits).wrapping_add(source::near_delta(v) as usize);
+                // Read for every source (the last slot when `v` is past
+                // the table), so no branch waits on the kind.
+                let ranked = self.hot[(v as usize).min(self.hot_len())] as usize;
+                let is_hot = kind == source::Kind::Hot as u32;
                 let other = select(
                     kind == source::Kind::LocalRepeat as u32,
                     last_dist,
                     v as usize,
                 );
+                let other = select(is_hot, ranked, other);
                 let at = select(kind == source::Kind::Near as u32, near, other);
-                (kind >= source::Kind::LocalRepeat as u32, at)
+                let local = (kind == source::Kind::LocalRepeat as u32)
+                    | (kind == source::Kind::Local as u32);
+                (local, at, !is_hot | ((v as usize) < self.hot_len()))
             } else {
                 let sym = self
                     .source_code
@@ -352,12 +372,23 @@ impl Decoder {
                         (cursor + lits)
                             .checked_add_signed(delta as isize)
                             .unwrap_or(usize::MAX),
+                        true,
                     ),
-                    Source::At(at) => (false, wide(at)),
-                    Source::LocalRepeat => (true, last_dist),
-                    Source::Local(d) => (true, wide(d)),
+                    Source::At(at) => (false, wide(at), true),
+                    Source::LocalRepeat => (true, last_dist, true),
+                    Source::Local(d) => (true, wide(d), true),
+                    Source::Hot(rank) => match self.hot.get(wide(rank)) {
+                        Some(&at) if wide(rank) < self.hot_len() => (false, at as usize, true),
+                        _ => (false, 0, false),
+                    },
                 }
             };
+            if !hot_ok {
+                return Err(bad(format!(
+                    "hot rank beyond the model's {} hot positions",
+                    self.hot_len()
+                )));
+            }
             // A Near delta below position 0 wraps to a huge position and
             // fails like any other position outside the dictionary.
             let local_ok = (at != 0) & (at <= pos);

@@ -19,7 +19,9 @@
 //! * A dictionary source is a signed delta from the *predicted* position:
 //!   where the previous dictionary match of the record ended plus the
 //!   literals since. A record that is a near copy of a dictionary record
-//!   with substitutions costs a couple of bits per match.
+//!   with substitutions costs a couple of bits per match. A position
+//!   matches start at often (a common phrase) is named instead by its rank
+//!   in the model's hot table (`hot.rs`), in a few bits.
 //! * Local sources are distances back into the record, with a one-symbol
 //!   repeat of the last distance.
 //! * Each table has an escape symbol for values unseen in training (then
@@ -36,13 +38,16 @@
 //! resemble each other.
 //!
 //! The model section of the store (see `docs/format.md`) is
-//! `"PZG1" | dict_len u32 | packed_len u32 | code lengths for the 14 tables
-//! | the dictionary as one zstd frame`. The dictionary is kept compressed on
-//! disk and inflated once at open.
+//! `"PZG2" | dict_len u32 | packed_len u32 | code lengths for the 14 tables
+//! | the hot table | the dictionary as one zstd frame`, or version 1,
+//! `"PZG1"`, without the hot table (and without the rank symbols), which
+//! the encoder still writes for a model without hot positions. The
+//! dictionary is kept compressed on disk and inflated once at open.
 
 mod decode;
 mod dict;
 mod fast;
+mod hot;
 mod matcher;
 mod parse;
 #[cfg(test)]
@@ -59,10 +64,14 @@ use crate::bits::BitWriter;
 use crate::error::{Error, Result};
 use crate::huffman;
 use crate::threads::on_threads;
+use hot::HotIndex;
 use parse::{Parser, Prices, Seq};
-use symbols::{literal_len, match_len, source, AFTER_MATCH, CONTEXTS, CONTEXT_OF, START_CONTEXT};
+use symbols::{
+    literal_len, match_len, source, Source, AFTER_MATCH, CONTEXTS, CONTEXT_OF, START_CONTEXT,
+};
 
 pub(crate) use decode::Decoder;
+pub(crate) use hot::HotTable;
 pub(crate) use matcher::DictIndex;
 
 /// Largest dictionary the format allows.
@@ -72,7 +81,10 @@ pub(crate) const MAX_DICT: usize = 1 << 30;
 /// at most `MAX_MATCH` bytes.
 pub(crate) const MAX_EXPANSION: u64 = 3 * symbols::MAX_MATCH;
 
+/// Model section magic of version 1 (no hot table) ...
 const MAGIC: [u8; 4] = *b"PZG1";
+/// ... and of version 2 (a hot table after the code lengths).
+const MAGIC_HOT: [u8; 4] = *b"PZG2";
 /// Tables: literals per context, then literal lengths, match lengths, sources.
 /// Fourteen in all.
 const TABLES: usize = CONTEXTS + 3;
@@ -191,12 +203,46 @@ fn prices_from(lengths: &[Vec<u8>], literal: f32) -> Prices {
     }
 }
 
+/// Chooses `hot` from the last training round's sequences (`parsed`, one
+/// vector per record of `records`, in order) and the codes with its ranks
+/// in them: the sequences recoded at provisional rank costs and counted,
+/// then recoded again at the costs of those codes and counted for the
+/// final ones. The parse itself prices dictionary sources without ranks;
+/// the encoder recodes its sequences as these rounds do.
+fn with_hot_ranks<R: AsRef<[u8]>>(
+    parsed: &[Vec<Seq>],
+    records: &[R],
+    hot: &mut HotTable,
+    prices: &Prices,
+) -> (Vec<Vec<u8>>, Prices) {
+    *hot = HotTable::choose(parsed.iter().map(Vec::as_slice));
+    let index = HotIndex::new(hot);
+    let count = |cost: &dyn Fn(Source) -> f32| {
+        let mut counts = Counts::new();
+        let mut seqs = Vec::new();
+        for (rec, parsed) in records.iter().zip(parsed) {
+            seqs.clone_from(parsed);
+            index.recode(&mut seqs, cost);
+            counts.add(rec.as_ref(), &seqs);
+        }
+        counts
+    };
+    let counts = count(&|s| hot::provisional_cost(prices, s));
+    let lengths = counts.lengths();
+    let first = prices_from(&lengths, literal_price(&lengths, &counts));
+    let counts = count(&|s| hot::source_cost(&first, s));
+    let lengths = counts.lengths();
+    let prices = prices_from(&lengths, literal_price(&lengths, &counts));
+    (lengths, prices)
+}
+
 /// Encodes records against one dictionary with codes trained beforehand.
 pub(crate) struct Encoder {
     parser: Parser,
     prices: Prices,
     lengths: Vec<Vec<u8>>,
     codes: Vec<huffman::Encoder>,
+    hot: HotIndex,
     seqs: Vec<Seq>,
 }
 
@@ -326,6 +372,7 @@ impl Encoder {
         let mut parser = Parser::new(material, depth, Effort::Thorough);
         let mut prices = Prices::initial();
         let mut lengths = Counts::new().lengths();
+        let mut hot = HotTable::empty();
         for round in 0..3 {
             let index = parser.index().clone();
             let prices_now = &prices;
@@ -336,9 +383,13 @@ impl Encoder {
             // Per part: symbol counts, and the dictionary spans copied (in
             // round 0 to find the hot bytes, in round 1 the unused ones);
             // 32-bit positions, as the dictionary is at most `MAX_DICT`.
+            // The last round keeps each record's sequences, to choose the
+            // hot table from.
+            let last = round == 2;
             let parse_part = |part: &[R]| {
                 let mut p = Parser::over(index.clone(), depth, round_effort);
                 let (mut counts, mut spans, mut seqs) = (Counts::new(), Vec::new(), Vec::new());
+                let mut kept = Vec::new();
                 for r in part {
                     seqs.clear();
                     p.parse(r.as_ref(), prices_now, &mut seqs);
@@ -346,8 +397,11 @@ impl Encoder {
                     if spans_wanted {
                         Parser::dict_spans(&seqs, |at, len| spans.push((at as u32, len as u32)));
                     }
+                    if last {
+                        kept.push(seqs.clone());
+                    }
                 }
-                (counts, spans)
+                (counts, spans, kept)
             };
             let records = if prune { survey } else { training };
             let parts = threads.clamp(1, records.len().max(1));
@@ -359,7 +413,7 @@ impl Encoder {
             } else {
                 Vec::new()
             };
-            for (c, spans) in &results {
+            for (c, spans, _) in &results {
                 counts.merge(c);
                 for &(at, len) in spans {
                     coverage[at as usize] += 1;
@@ -377,6 +431,9 @@ impl Encoder {
             } else if prune {
                 let kept = used_bytes(parser.dict(), &coverage, KEEP_AROUND_USED);
                 parser = Parser::new(&kept, depth, effort);
+            } else if last {
+                let parsed: Vec<Vec<Seq>> = results.into_iter().flat_map(|r| r.2).collect();
+                (lengths, prices) = with_hot_ranks(&parsed, records, &mut hot, &prices);
             }
         }
         let parser = Parser::over(parser.index().clone(), depth, effort);
@@ -386,6 +443,7 @@ impl Encoder {
             prices,
             lengths,
             codes,
+            hot: HotIndex::new(&hot),
             seqs: Vec::new(),
         }
     }
@@ -395,6 +453,7 @@ impl Encoder {
     pub(crate) fn for_model(
         index: Arc<DictIndex>,
         lengths: Vec<Vec<u8>>,
+        hot: &HotTable,
         literal: f32,
         depth: usize,
         effort: Effort,
@@ -405,8 +464,14 @@ impl Encoder {
             prices: prices_from(&lengths, literal),
             lengths,
             codes,
+            hot: HotIndex::new(hot),
             seqs: Vec::new(),
         }
+    }
+
+    /// The hot table, by rank.
+    pub(crate) fn hot(&self) -> &HotTable {
+        self.hot.table()
     }
 
     /// The dictionary's index, shared with encoders made by [`Encoder::for_model`].
@@ -428,6 +493,9 @@ impl Encoder {
     pub(crate) fn encode(&mut self, rec: &[u8], out: &mut Vec<u8>) {
         self.seqs.clear();
         self.parser.parse(rec, &self.prices, &mut self.seqs);
+        let prices = &self.prices;
+        self.hot
+            .recode(&mut self.seqs, |s| hot::source_cost(prices, s));
         let mut w = BitWriter::default();
         let put = |w: &mut BitWriter, code: &huffman::Encoder, c: symbols::Coded| {
             code.put(w, c.symbol);
@@ -463,11 +531,23 @@ impl Encoder {
         let dict = self.parser.dict();
         let packed = compress_dict(dict, level)?;
         let mut out = Vec::with_capacity(packed.len() + 1024);
-        out.extend_from_slice(&MAGIC);
+        let hot = self.hot.table();
+        out.extend_from_slice(if hot.is_empty() { &MAGIC } else { &MAGIC_HOT });
         le::put_u32(&mut out, dict.len() as u32);
         le::put_u32(&mut out, packed.len() as u32);
-        for l in &self.lengths {
-            huffman::write_lengths(&mut out, l);
+        for (t, l) in self.lengths.iter().enumerate() {
+            if t == CONTEXTS + 2 && hot.is_empty() {
+                // Version 1's source alphabet: no rank symbols (without a
+                // table nothing codes one), then the escape.
+                let mut v1 = l[..source::HOT_BASE].to_vec();
+                v1.push(l[l.len() - 1]);
+                huffman::write_lengths(&mut out, &v1);
+            } else {
+                huffman::write_lengths(&mut out, l);
+            }
+        }
+        if !hot.is_empty() {
+            hot.write(&mut out);
         }
         out.extend_from_slice(&packed);
         Ok(out)
@@ -537,11 +617,23 @@ fn decompress_dict(packed: &[u8], len: usize) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-/// Parses a model section into its dictionary and code lengths.
-pub(crate) fn read_model(bytes: &[u8]) -> std::result::Result<(Vec<u8>, Vec<Vec<u8>>), String> {
-    if bytes.get(..4) != Some(&MAGIC[..]) {
-        return Err("model section lacks its magic".into());
-    }
+/// What a model section holds, inflated.
+pub(crate) struct ModelParts {
+    pub(crate) dict: Vec<u8>,
+    /// One table each, the escape last; a version 1 section's source
+    /// table is widened to the rank symbols (with no codes).
+    pub(crate) lengths: Vec<Vec<u8>>,
+    pub(crate) hot: HotTable,
+}
+
+/// Parses a model section (version 1, "PZG1", or 2, "PZG2", with a hot
+/// table) into its dictionary, code lengths and hot table.
+pub(crate) fn read_model(bytes: &[u8]) -> std::result::Result<ModelParts, String> {
+    let with_hot = match bytes.get(..4) {
+        Some(m) if m == MAGIC => false,
+        Some(m) if m == MAGIC_HOT => true,
+        _ => return Err("model section lacks its magic".into()),
+    };
     let u32_at = |at: usize| -> std::result::Result<usize, String> {
         Ok(le::u32_at(bytes, at).ok_or("model header truncated")? as usize)
     };
@@ -549,33 +641,54 @@ pub(crate) fn read_model(bytes: &[u8]) -> std::result::Result<(Vec<u8>, Vec<Vec<
     let mut at = 12;
     let mut lengths = Vec::with_capacity(TABLES);
     for t in 0..TABLES {
-        let (l, used) = huffman::read_lengths(&bytes[at..])
+        let (mut l, used) = huffman::read_lengths(&bytes[at..])
             .ok_or_else(|| format!("code lengths of table {t} truncated"))?;
         let expected = match t {
             _ if t < CONTEXTS => 256,
             _ if t == CONTEXTS => literal_len::SYMBOLS,
             _ if t == CONTEXTS + 1 => match_len::SYMBOLS,
-            _ => source::SYMBOLS,
+            _ if with_hot => source::SYMBOLS,
+            _ => source::HOT_BASE,
         } + 1;
         if l.len() != expected {
             return Err(format!("table {t} has {} symbols, not {expected}", l.len()));
         }
+        if t == CONTEXTS + 2 && !with_hot {
+            // The rank symbols have no code; the escape stays last (and
+            // keeps its code: canonical codes skip symbols without one).
+            l.splice(
+                source::HOT_BASE..source::HOT_BASE,
+                [0; source::SYMBOLS - source::HOT_BASE],
+            );
+        }
         lengths.push(l);
         at += used;
     }
+    if dict_len > MAX_DICT {
+        return Err(format!(
+            "a {dict_len}-byte dictionary is over the format's {MAX_DICT}"
+        ));
+    }
+    let hot = if with_hot {
+        let (hot, used) = HotTable::read(&bytes[at..], dict_len)?;
+        at += used;
+        hot
+    } else {
+        HotTable::empty()
+    };
     if bytes.len() - at != packed_len {
         return Err(format!(
             "model holds {} dictionary bytes, its header says {packed_len}",
             bytes.len() - at
         ));
     }
-    if dict_len > MAX_DICT || (dict_len as u64) > (packed_len as u64 + 1) * 32_768 {
+    if (dict_len as u64) > (packed_len as u64 + 1) * 32_768 {
         return Err(format!(
             "a {packed_len}-byte dictionary cannot inflate to {dict_len}"
         ));
     }
     let dict = decompress_dict(&bytes[at..], dict_len).map_err(|e| e.to_string())?;
-    Ok((dict, lengths))
+    Ok(ModelParts { dict, lengths, hot })
 }
 
 #[cfg(test)]
@@ -757,6 +870,7 @@ mod tests {
             let mut enc = Encoder::for_model(
                 Arc::new(index),
                 trained.lengths().to_vec(),
+                trained.hot(),
                 trained.literal_price(),
                 DEFAULT_DEPTH,
                 Effort::Fast,

@@ -201,7 +201,8 @@ impl Parser {
     }
 
     /// The dictionary position each dictionary match of `seqs` (a parse of
-    /// one record) copies from, with its length.
+    /// one record, which names no hot ranks: the encoder recodes after the
+    /// parse) copies from, with its length.
     pub(crate) fn dict_spans(seqs: &[Seq], mut f: impl FnMut(u64, u64)) {
         let mut cursor = 0u64;
         for s in seqs {
@@ -209,7 +210,7 @@ impl Parser {
                 _ if s.match_len == 0 => continue,
                 Source::Near(delta) => (cursor + s.lit_len as u64) as i64 + delta,
                 Source::At(at) => at as i64,
-                Source::LocalRepeat | Source::Local(_) => continue,
+                Source::LocalRepeat | Source::Local(_) | Source::Hot(_) => continue,
             } as u64;
             f(at, s.match_len);
             cursor = at + s.match_len;
@@ -269,7 +270,8 @@ impl Parser {
                     st.cursor = (predicted as i64 + delta) as u64 + here.len;
                 }
                 Source::At(at) => st.cursor = at + here.len,
-                Source::LocalRepeat => {}
+                // The parse names no hot ranks (the encoder recodes).
+                Source::LocalRepeat | Source::Hot(_) => {}
                 Source::Local(d) => st.last_dist = d,
             }
             p += here.len as usize;

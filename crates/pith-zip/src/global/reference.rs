@@ -21,6 +21,7 @@ const BATCH: usize = 64;
 /// The reference decoder.
 pub(crate) struct Reference {
     dict: Vec<u8>,
+    hot: Vec<u32>,
     literals: Vec<huffman::Decoder>,
     literal_table: Box<[u16]>,
     lit_len: huffman::Decoder,
@@ -54,7 +55,7 @@ struct Copy {
 }
 
 impl Reference {
-    pub(crate) fn new(dict: Vec<u8>, lengths: &[Vec<u8>]) -> Self {
+    pub(crate) fn new(dict: Vec<u8>, lengths: &[Vec<u8>], hot: &[u32]) -> Self {
         let mut tables: Vec<huffman::Decoder> = lengths
             .iter()
             .map(|l| huffman::Decoder::new(l).unwrap())
@@ -70,6 +71,7 @@ impl Reference {
             .collect();
         Reference {
             dict,
+            hot: hot.to_vec(),
             literals: tables,
             literal_table,
             lit_len,
@@ -157,12 +159,17 @@ impl Reference {
             let eb = source::extra_bits(sym).ok_or_else(|| bad("source code out of range"))?;
             let dst = out.len();
             let copy = match source::value(sym, r.read_wide(eb)) {
-                src @ (Source::Near(_) | Source::At(_)) => {
+                src @ (Source::Near(_) | Source::At(_) | Source::Hot(_)) => {
                     let from = match src {
                         Source::Near(delta) => {
                             (cursor as i128 + lits as i128 + i128::from(delta)) as u128
                         }
                         Source::At(at) => u128::from(at),
+                        Source::Hot(rank) => usize::try_from(rank)
+                            .ok()
+                            .and_then(|r| self.hot.get(r))
+                            .map(|&p| u128::from(p))
+                            .ok_or_else(|| bad(format!("hot rank {rank} beyond the table")))?,
                         _ => u128::MAX,
                     };
                     let from = usize::try_from(from)
@@ -277,9 +284,12 @@ mod tests {
             let training: Vec<&[u8]> = training.iter().map(Vec::as_slice).collect();
             let enc = Encoder::train(&dict, &training, &[], DEFAULT_DEPTH, 1, Effort::Thorough);
             let model = enc.model_bytes(STORE_DICT_LEVEL).unwrap();
-            let (dict, lengths) = read_model(&model).unwrap();
+            let parts = read_model(&model).unwrap();
+            // The proptests below decode ranks too.
+            assert!(!parts.hot.is_empty(), "training found hot positions");
             let dec = Decoder::open(&model).unwrap();
-            (Mutex::new(enc), dec, Reference::new(dict, &lengths))
+            let reference = Reference::new(parts.dict, &parts.lengths, parts.hot.positions());
+            (Mutex::new(enc), dec, reference)
         })
     }
 

@@ -121,12 +121,18 @@ pub(crate) enum Source {
     LocalRepeat,
     /// `distance >= 1` bytes back into the decoded record.
     Local(u64),
+    /// Dictionary position `hot[rank]`: the model's table of the positions
+    /// its training matches started at most often, ranked by how often
+    /// (a popular phrase costs a few bits where its position would cost
+    /// twenty).
+    Hot(u64),
 }
 
 /// Match sources: symbol 0 is dictionary delta 0; 1..=16 nonzero deltas
 /// by bit length of their zigzag form; 17..=81 absolute dictionary
-/// positions by bit length; 82 the local repeat; 83.. local distances by
-/// bit length.
+/// positions by bit length; 82 the local repeat; 83..=147 local distances
+/// by bit length; 148..=163 hot-position ranks by bit length (model
+/// sections of version 1 have no hot table and code the first 148 only).
 pub(crate) mod source {
     use super::*;
     /// Largest `|delta|` of a [`Source::Near`] is `NEAR_LIMIT - 1`.
@@ -134,8 +140,14 @@ pub(crate) mod source {
     const AT_BASE: usize = 17;
     const LOCAL_REPEAT: usize = 82;
     const LOCAL_BASE: usize = 83;
+    /// First hot-rank symbol; also the alphabet of a model section
+    /// without a hot table (version 1).
+    pub(crate) const HOT_BASE: usize = LOCAL_BASE + 65;
+    /// Most entries a hot table may have: ranks below it fit the
+    /// alphabet's 16 hot symbols.
+    pub(crate) const MAX_HOT: usize = 1 << 15;
     /// Alphabet size.
-    pub(crate) const SYMBOLS: usize = LOCAL_BASE + 65;
+    pub(crate) const SYMBOLS: usize = HOT_BASE + 16;
 
     fn zigzag(v: i64) -> u64 {
         ((v << 1) ^ (v >> 63)) as u64
@@ -157,6 +169,10 @@ pub(crate) mod source {
                 debug_assert!(d >= 1);
                 (LOCAL_BASE, log_code(d - 1, 1))
             }
+            Source::Hot(rank) => {
+                debug_assert!(rank < MAX_HOT as u64);
+                (HOT_BASE, log_code(rank, 1))
+            }
         };
         Coded {
             symbol: base + c.symbol,
@@ -169,7 +185,9 @@ pub(crate) mod source {
             0..AT_BASE => log_extra_bits(symbol, 1),
             AT_BASE..LOCAL_REPEAT => log_extra_bits(symbol - AT_BASE, 1),
             LOCAL_REPEAT => Some(0),
-            _ => log_extra_bits(symbol - LOCAL_BASE, 1),
+            LOCAL_BASE..HOT_BASE => log_extra_bits(symbol - LOCAL_BASE, 1),
+            HOT_BASE..SYMBOLS => log_extra_bits(symbol - HOT_BASE, 1),
+            _ => None,
         }
     }
 
@@ -183,7 +201,8 @@ pub(crate) mod source {
             0..AT_BASE => (Kind::Near, log_value(symbol, 0, 1)),
             AT_BASE..LOCAL_REPEAT => (Kind::At, log_value(symbol - AT_BASE, 0, 1)),
             LOCAL_REPEAT => (Kind::LocalRepeat, 0),
-            _ => (Kind::Local, log_value(symbol - LOCAL_BASE, 0, 1) + 1),
+            LOCAL_BASE..HOT_BASE => (Kind::Local, log_value(symbol - LOCAL_BASE, 0, 1) + 1),
+            _ => (Kind::Hot, log_value(symbol - HOT_BASE, 0, 1)),
         }
     }
 
@@ -201,6 +220,7 @@ pub(crate) mod source {
         At = 1,
         LocalRepeat = 2,
         Local = 3,
+        Hot = 4,
     }
 
     pub(crate) fn value(symbol: usize, extra: u64) -> Source {
@@ -208,7 +228,8 @@ pub(crate) mod source {
             0..AT_BASE => Source::Near(unzigzag(log_value(symbol, extra, 1))),
             AT_BASE..LOCAL_REPEAT => Source::At(log_value(symbol - AT_BASE, extra, 1)),
             LOCAL_REPEAT => Source::LocalRepeat,
-            _ => Source::Local(log_value(symbol - LOCAL_BASE, extra, 1) + 1),
+            LOCAL_BASE..HOT_BASE => Source::Local(log_value(symbol - LOCAL_BASE, extra, 1) + 1),
+            _ => Source::Hot(log_value(symbol - HOT_BASE, extra, 1)),
         }
     }
 }
@@ -317,6 +338,7 @@ mod tests {
                 Source::At(v),
                 Source::Local(v.max(1)),
                 Source::LocalRepeat,
+                Source::Hot(v % source::MAX_HOT as u64),
             ] {
                 check(
                     s,
@@ -345,6 +367,7 @@ mod tests {
                     source::Kind::At => Source::At(v),
                     source::Kind::LocalRepeat => Source::LocalRepeat,
                     source::Kind::Local => Source::Local(v),
+                    source::Kind::Hot => Source::Hot(v),
                 };
                 assert_eq!(
                     got,

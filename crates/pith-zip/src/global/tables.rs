@@ -148,10 +148,10 @@ impl Literals {
 const FUSED_EXTRA: u32 = 31;
 
 /// Largest `small` part of a [`Fused`] slot.
-const FUSED_SMALL: u64 = (1 << 19) - 1;
+const FUSED_SMALL: u64 = (1 << 18) - 1;
 
 /// A [`Fused`] slot: `code length + extra bits | code length << 6 | kind
-/// << 10 | pow << 12 | small << 13`, the value being `small + (pow <<
+/// << 10 | pow << 13 | small << 14`, the value being `small + (pow <<
 /// extra bits) + extra`; 0 where the general path must decode. The bits
 /// to consume come first, so the reader's shift waits on nothing but the
 /// load. Four bytes, so the three tables take 24 KiB of cache rather than
@@ -200,13 +200,13 @@ fn fused_entry(alphabet: Alphabet, symbol: usize, len: u32) -> FusedEntry {
         _ if base <= FUSED_SMALL => (0, base),
         _ => return 0,
     };
-    (len + eb) | len << 6 | kind << 10 | pow << 12 | (small as u32) << 13
+    (len + eb) | len << 6 | kind << 10 | pow << 13 | (small as u32) << 14
 }
 
 /// The kind field of a [`Fused`] slot.
 #[inline(always)]
 pub(crate) fn fused_kind(e: FusedEntry) -> u32 {
-    e >> 10 & 3
+    e >> 10 & 7
 }
 
 /// The value of a [`Fused`] slot `e` (not 0) whose code starts at the
@@ -216,7 +216,7 @@ pub(crate) fn fused_value(e: FusedEntry, bits: u64) -> u64 {
     let (total, len) = (e & 63, e >> 6 & 15);
     let extra = total - len;
     let raw = (bits >> len) & ((1u64 << extra) - 1);
-    u64::from(e >> 13) + (u64::from(e >> 12 & 1) << extra) + raw
+    u64::from(e >> 14) + (u64::from(e >> 13 & 1) << extra) + raw
 }
 
 impl Fused {
