@@ -83,8 +83,6 @@ pub struct Model {
     ratio: f32,
     literal_price: f32,
     lengths: Vec<Vec<u8>>,
-    /// The hot table (a copy of the decoder's, for encoders).
-    hot: global::HotTable,
     decoder: global::Decoder,
     /// The matcher's index while some encoder holds it.
     index: Mutex<Weak<DictIndex>>,
@@ -167,7 +165,6 @@ impl Model {
             ratio,
             literal_price: encoder.literal_price(),
             lengths: encoder.lengths().to_vec(),
-            hot: encoder.hot().clone(),
             decoder,
             index: Mutex::new(index),
         };
@@ -275,7 +272,6 @@ impl Model {
             ratio,
             literal_price,
             lengths,
-            hot,
             decoder,
             index: Mutex::new(Weak::new()),
         })
@@ -357,7 +353,7 @@ impl Model {
         global::Encoder::for_model(
             self.index(options.effort),
             self.lengths.clone(),
-            &self.hot,
+            &global::HotTable::from_positions(self.decoder.hot_positions().to_vec()),
             self.literal_price,
             options.global_depth,
             options.effort,

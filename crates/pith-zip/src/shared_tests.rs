@@ -475,6 +475,8 @@ fn hot_tables_are_written_read_and_checked() {
     let bytes = build(&m, &records);
     let words = aligned(&bytes);
     let reopened = Arc::new(Model::open(&file).expect("open"));
+    // An encoder over the reopened model ranks as the trained one did.
+    assert_eq!(build(&reopened, &records), bytes);
     check(
         &Store::open_with_model(view(&words, bytes.len()), Some(reopened)).expect("open"),
         &records,

@@ -169,6 +169,11 @@ impl Decoder {
         self.hot.len() - 1
     }
 
+    /// The hot table's positions, by rank (for encoders over this model).
+    pub(crate) fn hot_positions(&self) -> &[u32] {
+        &self.hot[..self.hot_len()]
+    }
+
     /// Dictionary size in bytes (in memory, inflated).
     pub(crate) fn dict_len(&self) -> usize {
         self.dict.bytes().len()

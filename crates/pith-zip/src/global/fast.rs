@@ -93,9 +93,10 @@
 
 use pith_enc::prefix::common_len;
 
+use super::hot::HotIndex;
 use super::matcher::{long_hash, mix, DictIndex, HASH_LEN, LONG_LEN, NONE};
-use super::parse::{Prices, Seq};
 use super::prefetch;
+use super::seq::{Prices, Seq};
 use super::symbols::{source, Source, MAX_MATCH, MIN_MATCH};
 
 /// A match at least this long from the prediction or the repeat is taken
@@ -286,6 +287,7 @@ impl FastParse {
         p: usize,
         st: &State,
         prices: &Prices,
+        hot: &HotIndex,
     ) -> Option<Found> {
         let dict = index.dict();
         let rest = &rec[p..];
@@ -295,7 +297,11 @@ impl FastParse {
             if len < MIN_MATCH as usize {
                 return;
             }
-            let cost = prices.match_cost(len as u64, st.source(p, from));
+            let src = st.source(p, from);
+            let cost = match from {
+                From::Dict(at) => hot.match_cost(prices, len as u64, src, at),
+                From::Local(_) => prices.match_cost(len as u64, src),
+            };
             let gain = len as f32 * prices.literal - cost;
             if gain > 0.0 && best.map_or(true, |b| gain > b.gain) {
                 best = Some(Found { len, from, gain });
@@ -357,6 +363,7 @@ impl FastParse {
         index: &DictIndex,
         rec: &[u8],
         prices: &Prices,
+        hot: &HotIndex,
         out: &mut Vec<Seq>,
     ) {
         self.begin(index, rec);
@@ -373,7 +380,7 @@ impl FastParse {
             self.ensure(index, rec, p);
             let here = match next.take() {
                 Some(found) => found,
-                None => self.best(index, rec, p, &st, prices),
+                None => self.best(index, rec, p, &st, prices, hot),
             };
             let Some(mut m) = here else {
                 p += 1;
@@ -381,7 +388,7 @@ impl FastParse {
             };
             // One lazy step: a literal now may buy a better match.
             if m.len < LONG_ENOUGH && p + 1 + MIN_MATCH as usize <= rec.len() {
-                let later = self.best(index, rec, p + 1, &st, prices);
+                let later = self.best(index, rec, p + 1, &st, prices, hot);
                 if later.is_some_and(|c| c.gain > m.gain + prices.literal) {
                     next = Some(later);
                     p += 1;

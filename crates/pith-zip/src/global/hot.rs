@@ -29,7 +29,7 @@
 
 use pith_enc::varint;
 
-use super::parse::{Prices, Seq};
+use super::seq::{Prices, Seq};
 use super::symbols::source::{self, MAX_HOT};
 use super::symbols::Source;
 
@@ -70,6 +70,12 @@ impl HotTable {
         HotTable::default()
     }
 
+    /// The table of `positions` by rank, as a decoder holds them (read
+    /// and checked by [`HotTable::read`], or chosen by training).
+    pub(crate) fn from_positions(positions: Vec<u32>) -> Self {
+        HotTable { positions }
+    }
+
     /// Positions by rank.
     pub(crate) fn positions(&self) -> &[u32] {
         &self.positions
@@ -80,18 +86,21 @@ impl HotTable {
     }
 
     /// The table for the dictionary sources of `parsed` (records' sequences,
-    /// in the decoder's order): the positions at least [`MIN_USES`]
-    /// matches start at that are not cheap [`Source::Near`]s, the most
-    /// used first, at most [`HOT_ENTRIES`].
+    /// in the decoder's order): see [`HotTable::from_starts`].
+    #[cfg(test)]
     pub(crate) fn choose<'a>(parsed: impl Iterator<Item = &'a [Seq]>) -> Self {
         let mut starts: Vec<u32> = Vec::new();
         for seqs in parsed {
-            walk(seqs, &HotTable::empty(), |_, pos, src| {
-                if !matches!(src, Source::Near(d) if d.abs() < NEAR_CHEAP) {
-                    starts.push(pos);
-                }
-            });
+            dict_starts(seqs, &mut starts);
         }
+        HotTable::from_starts(starts)
+    }
+
+    /// The table for matches starting at `starts` (dictionary positions,
+    /// any order, one per match; see [`dict_starts`]): the positions at
+    /// least [`MIN_USES`] start at, the most used first, at most
+    /// [`HOT_ENTRIES`].
+    pub(crate) fn from_starts(mut starts: Vec<u32>) -> Self {
         starts.sort_unstable();
         let mut uses: Vec<(u32, u32)> = Vec::new();
         for run in starts.chunk_by(|a, b| a == b) {
@@ -160,6 +169,17 @@ impl HotTable {
         }
         Ok((HotTable { positions }, at))
     }
+}
+
+/// Appends the dictionary position of each match of `seqs` (one record's
+/// parse, which names no ranks) that a rank could name: all but the cheap
+/// [`Source::Near`]s.
+pub(crate) fn dict_starts(seqs: &[Seq], out: &mut Vec<u32>) {
+    walk(seqs, &HotTable::empty(), |_, pos, src| {
+        if !matches!(src, Source::Near(d) if d.abs() < NEAR_CHEAP) {
+            out.push(pos);
+        }
+    });
 }
 
 /// Calls `f(seq index, dictionary position, source)` for each dictionary
@@ -248,6 +268,29 @@ impl HotIndex {
         }
     }
 
+    /// The rank [`HotIndex::recode`] would consider for a copy from
+    /// dictionary position `at` coded as `src`: `None` for a cheap Near
+    /// or a position that is not hot.
+    #[inline]
+    fn candidate(&self, src: Source, at: usize) -> Option<u64> {
+        if self.hot.is_empty() || matches!(src, Source::Near(d) if d.abs() < NEAR_CHEAP) {
+            return None;
+        }
+        self.rank(u32::try_from(at).ok()?)
+    }
+
+    /// What the parse should price a copy of `len` bytes from dictionary
+    /// position `at`, coded as `src`, at: the cheaper of that and its rank,
+    /// as the encoder will recode it.
+    #[inline]
+    pub(crate) fn match_cost(&self, prices: &Prices, len: u64, src: Source, at: usize) -> f32 {
+        let cost = prices.match_cost(len, src);
+        match self.candidate(src, at) {
+            Some(rank) => cost.min(prices.match_cost(len, Source::Hot(rank))),
+            None => cost,
+        }
+    }
+
     /// Recodes the dictionary sources of `seqs` (one record's) as ranks
     /// wherever that costs fewer bits under `cost`. The prediction
     /// follows each match's end whatever names its position, so a recoded
@@ -269,10 +312,10 @@ impl HotIndex {
                 Source::Local(_) | Source::LocalRepeat => continue,
             };
             cursor = pos + s.match_len as i64;
-            if matches!(s.source, Source::Near(d) if d.abs() < NEAR_CHEAP) {
+            let Ok(pos) = usize::try_from(pos) else {
                 continue;
-            }
-            if let Some(rank) = u32::try_from(pos).ok().and_then(|p| self.rank(p)) {
+            };
+            if let Some(rank) = self.candidate(s.source, pos) {
                 let hot = Source::Hot(rank);
                 if cost(hot) < cost(s.source) {
                     s.source = hot;

@@ -52,6 +52,7 @@ mod matcher;
 mod parse;
 #[cfg(test)]
 mod reference;
+mod seq;
 mod symbols;
 mod tables;
 
@@ -65,7 +66,8 @@ use crate::error::{Error, Result};
 use crate::huffman;
 use crate::threads::on_threads;
 use hot::HotIndex;
-use parse::{Parser, Prices, Seq};
+use parse::Parser;
+use seq::{Prices, Seq};
 use symbols::{
     literal_len, match_len, source, Source, AFTER_MATCH, CONTEXTS, CONTEXT_OF, START_CONTEXT,
 };
@@ -203,19 +205,18 @@ fn prices_from(lengths: &[Vec<u8>], literal: f32) -> Prices {
     }
 }
 
-/// Chooses `hot` from the last training round's sequences (`parsed`, one
-/// vector per record of `records`, in order) and the codes with its ranks
-/// in them: the sequences recoded at provisional rank costs and counted,
+/// The codes with the ranks of `hot` in them, from the last training
+/// round's sequences (`parsed`, one vector per record of `records`, in
+/// order): the sequences recoded at provisional rank costs and counted,
 /// then recoded again at the costs of those codes and counted for the
 /// final ones. The parse itself prices dictionary sources without ranks;
 /// the encoder recodes its sequences as these rounds do.
 fn with_hot_ranks<R: AsRef<[u8]>>(
     parsed: &[Vec<Seq>],
     records: &[R],
-    hot: &mut HotTable,
+    hot: &HotTable,
     prices: &Prices,
 ) -> (Vec<Vec<u8>>, Prices) {
-    *hot = HotTable::choose(parsed.iter().map(Vec::as_slice));
     let index = HotIndex::new(hot);
     let count = |cost: &dyn Fn(Source) -> f32| {
         let mut counts = Counts::new();
@@ -315,10 +316,19 @@ fn prunes<R: AsRef<[u8]>>(survey: &[R], dict_len: usize) -> bool {
     !survey.is_empty() && bytes >= dict_len
 }
 
-/// The bytes of `dict` that some match copied (`coverage` is a difference
+/// The bytes of `dict` that `keep` (a [`used_mask`]) keeps, in their
+/// order.
+fn used_bytes(dict: &[u8], keep: &[bool]) -> Vec<u8> {
+    dict.iter()
+        .zip(keep)
+        .filter_map(|(&d, &k)| k.then_some(d))
+        .collect()
+}
+
+/// Which bytes of `dict` some match copied (`coverage` is a difference
 /// array: its prefix sum at `b` counts the matches that copied byte `b`),
-/// each run widened by `margin` bytes on both sides, in their order.
-fn used_bytes(dict: &[u8], coverage: &[i32], margin: usize) -> Vec<u8> {
+/// each run widened by `margin` bytes on both sides.
+fn used_mask(dict: &[u8], coverage: &[i32], margin: usize) -> Vec<bool> {
     let mut keep = vec![false; dict.len()];
     copied_runs(
         &coverage[..coverage.len().min(dict.len() + 1)],
@@ -328,10 +338,26 @@ fn used_bytes(dict: &[u8], coverage: &[i32], margin: usize) -> Vec<u8> {
             keep[lo..hi].fill(true);
         },
     );
-    dict.iter()
-        .zip(&keep)
-        .filter_map(|(&d, &k)| k.then_some(d))
-        .collect()
+    keep
+}
+
+/// Where `positions` of a dictionary are once only its bytes in `keep`
+/// remain, in ascending order; positions of bytes dropped are dropped.
+fn kept_positions(keep: &[bool], mut positions: Vec<u32>) -> Vec<u32> {
+    positions.sort_unstable();
+    let mut out = Vec::with_capacity(positions.len());
+    let (mut at, mut kept_before) = (0usize, 0u32);
+    for p in positions {
+        let p = p as usize;
+        while at < p.min(keep.len()) {
+            kept_before += u32::from(keep[at]);
+            at += 1;
+        }
+        if keep.get(p) == Some(&true) {
+            out.push(kept_before);
+        }
+    }
+    out
 }
 
 /// Chain candidates examined per position by default. Measured on the
@@ -373,6 +399,10 @@ impl Encoder {
         let mut prices = Prices::initial();
         let mut lengths = Counts::new().lengths();
         let mut hot = HotTable::empty();
+        // Training parses price no ranks: the table is chosen from the last
+        // round's parse.
+        let no_ranks = HotIndex::new(&HotTable::empty());
+        let mut hot_starts: Option<Vec<u32>> = None;
         for round in 0..3 {
             let index = parser.index().clone();
             let prices_now = &prices;
@@ -383,25 +413,29 @@ impl Encoder {
             // Per part: symbol counts, and the dictionary spans copied (in
             // round 0 to find the hot bytes, in round 1 the unused ones);
             // 32-bit positions, as the dictionary is at most `MAX_DICT`.
-            // The last round keeps each record's sequences, to choose the
-            // hot table from.
+            // The last round keeps each record's sequences, to recode with
+            // the hot table; the hot table counts where the matches of the
+            // survey's round start (or the last round's, without a survey).
             let last = round == 2;
             let parse_part = |part: &[R]| {
                 let mut p = Parser::over(index.clone(), depth, round_effort);
                 let (mut counts, mut spans, mut seqs) = (Counts::new(), Vec::new(), Vec::new());
-                let mut kept = Vec::new();
+                let (mut kept, mut starts) = (Vec::new(), Vec::new());
                 for r in part {
                     seqs.clear();
-                    p.parse(r.as_ref(), prices_now, &mut seqs);
+                    p.parse(r.as_ref(), prices_now, &no_ranks, &mut seqs);
                     counts.add(r.as_ref(), &seqs);
                     if spans_wanted {
                         Parser::dict_spans(&seqs, |at, len| spans.push((at as u32, len as u32)));
+                    }
+                    if prune || (last && hot_starts.is_none()) {
+                        hot::dict_starts(&seqs, &mut starts);
                     }
                     if last {
                         kept.push(seqs.clone());
                     }
                 }
-                (counts, spans, kept)
+                (counts, spans, kept, starts)
             };
             let records = if prune { survey } else { training };
             let parts = threads.clamp(1, records.len().max(1));
@@ -413,7 +447,7 @@ impl Encoder {
             } else {
                 Vec::new()
             };
-            for (c, spans, _) in &results {
+            for (c, spans, ..) in &results {
                 counts.merge(c);
                 for &(at, len) in spans {
                     coverage[at as usize] += 1;
@@ -429,11 +463,20 @@ impl Encoder {
                 front.extend_from_slice(&dict[..dict.len().min(room)]);
                 parser = Parser::new(&front, depth, effort);
             } else if prune {
-                let kept = used_bytes(parser.dict(), &coverage, KEEP_AROUND_USED);
+                let keep = used_mask(parser.dict(), &coverage, KEEP_AROUND_USED);
+                let starts = results.iter().flat_map(|r| &r.3).copied().collect();
+                hot_starts = Some(kept_positions(&keep, starts));
+                let kept = used_bytes(parser.dict(), &keep);
                 parser = Parser::new(&kept, depth, effort);
             } else if last {
-                let parsed: Vec<Vec<Seq>> = results.into_iter().flat_map(|r| r.2).collect();
-                (lengths, prices) = with_hot_ranks(&parsed, records, &mut hot, &prices);
+                let mut parsed = Vec::new();
+                let mut starts = hot_starts.take().unwrap_or_default();
+                for (_, _, seqs, s) in results {
+                    parsed.extend(seqs);
+                    starts.extend(s);
+                }
+                hot = HotTable::from_starts(starts);
+                (lengths, prices) = with_hot_ranks(&parsed, records, &hot, &prices);
             }
         }
         let parser = Parser::over(parser.index().clone(), depth, effort);
@@ -492,7 +535,8 @@ impl Encoder {
     /// Appends the encoding of `rec` to `out`.
     pub(crate) fn encode(&mut self, rec: &[u8], out: &mut Vec<u8>) {
         self.seqs.clear();
-        self.parser.parse(rec, &self.prices, &mut self.seqs);
+        self.parser
+            .parse(rec, &self.prices, &self.hot, &mut self.seqs);
         let prices = &self.prices;
         self.hot
             .recode(&mut self.seqs, |s| hot::source_cost(prices, s));
@@ -720,6 +764,19 @@ mod tests {
     }
 
     #[test]
+    fn kept_positions_follow_their_bytes_and_drop_the_rest() {
+        // Bytes 2..5 and 8 kept: positions 2, 3, 4, 8 move to 0, 1, 2, 3.
+        let mut keep = vec![false; 10];
+        keep[2..5].fill(true);
+        keep[8] = true;
+        assert_eq!(
+            kept_positions(&keep, vec![8, 3, 0, 3, 9, 2, 40]),
+            [0, 1, 1, 3]
+        );
+        assert!(kept_positions(&keep, Vec::new()).is_empty());
+    }
+
+    #[test]
     fn used_bytes_keeps_copied_runs_and_their_margins() {
         let dict: Vec<u8> = (0..100u8).collect();
         let mut coverage = vec![0i32; dict.len() + 1];
@@ -730,18 +787,21 @@ mod tests {
         }
         let bytes = |r: std::ops::Range<u8>| r.collect::<Vec<u8>>();
         assert_eq!(
-            used_bytes(&dict, &coverage, 0),
+            used_bytes(&dict, &used_mask(&dict, &coverage, 0)),
             [bytes(10..25), vec![60]].concat()
         );
         assert_eq!(
-            used_bytes(&dict, &coverage, 3),
+            used_bytes(&dict, &used_mask(&dict, &coverage, 3)),
             [bytes(7..28), bytes(57..64)].concat()
         );
         // Margins stop at the ends; nothing copied keeps nothing.
         coverage[0] += 1;
         coverage[2] -= 1;
-        assert_eq!(used_bytes(&dict, &coverage, 40)[..3], [0, 1, 2]);
-        assert!(used_bytes(&dict, &vec![0; 101], 5).is_empty());
+        assert_eq!(
+            used_bytes(&dict, &used_mask(&dict, &coverage, 40))[..3],
+            [0, 1, 2]
+        );
+        assert!(used_bytes(&dict, &used_mask(&dict, &vec![0; 101], 5)).is_empty());
     }
 
     #[test]
