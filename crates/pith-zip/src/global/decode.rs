@@ -350,10 +350,12 @@ impl Decoder {
                 let v = read_fused(&mut r, e);
                 let kind = fused_kind(e);
                 let near = (cursor + lits).wrapping_add(source::near_delta(v) as usize);
-                // Read for every source (the last slot when `v` is past
-                // the table), so no branch waits on the kind.
-                let ranked = self.hot[(v as usize).min(self.hot_len())] as usize;
+                // Read for every source, so no branch waits on the kind:
+                // other kinds (and a rank past the table) read the padding
+                // slot, which stays in cache.
                 let is_hot = kind == source::Kind::Hot as u32;
+                let slot = select(is_hot, (v as usize).min(self.hot_len()), self.hot_len());
+                let ranked = self.hot[slot] as usize;
                 let other = select(
                     kind == source::Kind::LocalRepeat as u32,
                     last_dist,
