@@ -353,7 +353,7 @@ impl Model {
         global::Encoder::for_model(
             self.index(options.effort),
             self.lengths.clone(),
-            &global::HotTable::from_positions(self.decoder.hot_positions().to_vec()),
+            global::HotTable::from_positions(self.decoder.hot_positions().to_vec()),
             self.literal_price,
             options.global_depth,
             options.effort,

@@ -384,9 +384,9 @@ impl Decoder {
                     Source::At(at) => (false, wide(at), true),
                     Source::LocalRepeat => (true, last_dist, true),
                     Source::Local(d) => (true, wide(d), true),
-                    Source::Hot(rank) => match self.hot.get(wide(rank)) {
-                        Some(&at) if wide(rank) < self.hot_len() => (false, at as usize, true),
-                        _ => (false, 0, false),
+                    Source::Hot(rank) => match self.hot_positions().get(wide(rank)) {
+                        Some(&at) => (false, at as usize, true),
+                        None => (false, 0, false),
                     },
                 }
             };

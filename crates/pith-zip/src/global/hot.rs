@@ -29,7 +29,7 @@
 
 use pith_enc::varint;
 
-use super::seq::{Prices, Seq};
+use super::seq::{Prediction, Prices, Seq};
 use super::symbols::source::{self, MAX_HOT};
 use super::symbols::Source;
 
@@ -50,6 +50,22 @@ const NEAR_CHEAP: i64 = 64;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct HotTable {
     positions: Vec<u32>,
+}
+
+/// Whether a rank may replace `src`: not for a Near delta cheaper than
+/// any rank.
+fn rankable(src: Source) -> bool {
+    !matches!(src, Source::Near(d) if d.abs() < NEAR_CHEAP)
+}
+
+/// Sorts each bucket of `positions` (by rank) ascending, the order
+/// [`HotTable::write`] stores.
+fn sort_within_buckets(positions: &mut [u32]) {
+    let n = positions.len();
+    for b in 0..=bucket(n) {
+        let r = bucket_ranks(b);
+        positions[r.start.min(n)..r.end.min(n)].sort_unstable();
+    }
 }
 
 /// The bucket of rank `r`: its bit length.
@@ -87,17 +103,6 @@ impl HotTable {
         self.positions.is_empty()
     }
 
-    /// The table for the dictionary sources of `parsed` (records' sequences,
-    /// in the decoder's order): see [`HotTable::from_starts`].
-    #[cfg(test)]
-    pub(crate) fn choose<'a>(parsed: impl Iterator<Item = &'a [Seq]>) -> Self {
-        let mut starts: Vec<u32> = Vec::new();
-        for seqs in parsed {
-            dict_starts(seqs, &mut starts);
-        }
-        HotTable::from_starts(starts)
-    }
-
     /// The table for matches starting at `starts` (dictionary positions,
     /// any order, one per match; see [`dict_starts`]): the positions at
     /// least [`MIN_USES`] start at, the most used first, at most
@@ -114,11 +119,7 @@ impl HotTable {
         uses.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         uses.truncate(HOT_ENTRIES);
         let mut positions: Vec<u32> = uses.into_iter().map(|(_, p)| p).collect();
-        for b in 0..=bucket(positions.len()) {
-            let r = bucket_ranks(b);
-            let r = r.start.min(positions.len())..r.end.min(positions.len());
-            positions[r].sort_unstable();
-        }
+        sort_within_buckets(&mut positions);
         HotTable { positions }
     }
 
@@ -177,32 +178,10 @@ impl HotTable {
 /// parse, which names no ranks) that a rank could name: all but the cheap
 /// [`Source::Near`]s.
 pub(crate) fn dict_starts(seqs: &[Seq], out: &mut Vec<u32>) {
-    walk(seqs, &HotTable::empty(), |_, pos, src| {
-        if !matches!(src, Source::Near(d) if d.abs() < NEAR_CHEAP) {
-            out.push(pos);
-        }
-    });
-}
-
-/// Calls `f(seq index, dictionary position, source)` for each dictionary
-/// match of `seqs` (one record's), tracking the prediction as the decoder
-/// does: a match's end, plus the literals since.
-fn walk(seqs: &[Seq], hot: &HotTable, mut f: impl FnMut(usize, u32, Source)) {
-    let mut cursor = 0i64;
-    for (i, s) in seqs.iter().enumerate() {
-        if s.match_len == 0 {
-            continue;
-        }
-        let pos = match s.source {
-            Source::Near(d) => cursor + s.lit_len as i64 + d,
-            Source::At(p) => p as i64,
-            Source::Hot(r) => hot.positions.get(r as usize).map_or(-1, |&p| i64::from(p)),
-            Source::Local(_) | Source::LocalRepeat => continue,
-        };
-        if let Ok(p) = u32::try_from(pos) {
-            f(i, p, s.source);
-        }
-        cursor = pos + s.match_len as i64;
+    let mut at = Prediction::default();
+    for s in seqs {
+        let pos = at.step(s, &[]).and_then(|p| u32::try_from(p).ok());
+        out.extend(pos.filter(|_| rankable(s.source)));
     }
 }
 
@@ -218,14 +197,14 @@ pub(crate) struct HotIndex {
 }
 
 impl HotIndex {
-    pub(crate) fn new(hot: &HotTable) -> Self {
+    pub(crate) fn new(hot: HotTable) -> Self {
         let bits = (usize::BITS - (2 * hot.positions.len()).leading_zeros()).max(1);
         let mut index = HotIndex {
             slots: vec![0; 1 << bits],
             bits,
-            hot: hot.clone(),
+            hot,
         };
-        for (&p, r) in hot.positions.iter().zip(0u64..) {
+        for (&p, r) in index.hot.positions.iter().zip(0u64..) {
             let mut i = index.slot(p);
             loop {
                 match index.slots[i] {
@@ -275,7 +254,7 @@ impl HotIndex {
     /// or a position that is not hot.
     #[inline]
     fn candidate(&self, src: Source, at: usize) -> Option<u64> {
-        if self.hot.is_empty() || matches!(src, Source::Near(d) if d.abs() < NEAR_CHEAP) {
+        if self.hot.is_empty() || !rankable(src) {
             return None;
         }
         self.rank(u32::try_from(at).ok()?)
@@ -301,19 +280,11 @@ impl HotIndex {
         if self.hot.is_empty() {
             return;
         }
-        let mut cursor = 0i64;
-        for s in seqs.iter_mut().filter(|s| s.match_len > 0) {
-            let pos = match s.source {
-                Source::Near(d) => cursor + s.lit_len as i64 + d,
-                Source::At(p) => p as i64,
-                Source::Hot(r) => self
-                    .hot
-                    .positions
-                    .get(r as usize)
-                    .map_or(-1, |&p| i64::from(p)),
-                Source::Local(_) | Source::LocalRepeat => continue,
+        let mut at = Prediction::default();
+        for s in seqs.iter_mut() {
+            let Some(pos) = at.step(s, &self.hot.positions) else {
+                continue;
             };
-            cursor = pos + s.match_len as i64;
             let Ok(pos) = usize::try_from(pos) else {
                 continue;
             };
@@ -327,19 +298,13 @@ impl HotIndex {
     }
 }
 
-/// What a source costs under `prices`: its symbol and extra bits.
-pub(crate) fn source_cost(prices: &Prices, src: Source) -> f32 {
-    let c = source::encode(src);
-    prices.source[c.symbol] + c.extra_bits as f32
-}
-
 /// A provisional cost, before the codes know the rank symbols: a rank's
 /// extra bits plus four for its symbol (what the position symbols cost
 /// on Debian), and `prices` for the rest.
 pub(crate) fn provisional_cost(prices: &Prices, src: Source) -> f32 {
     match src {
         Source::Hot(_) => source::encode(src).extra_bits as f32 + 4.0,
-        _ => source_cost(prices, src),
+        _ => prices.source_cost(src),
     }
 }
 
@@ -362,10 +327,7 @@ mod tests {
             let positions: Vec<u32> = (0..n as u32).map(|i| i * 7 + (i % 3)).collect();
             // The order within each bucket is the writer's: ascending.
             let mut t = HotTable { positions };
-            for b in 0..=bucket(n) {
-                let r = bucket_ranks(b);
-                t.positions[r.start.min(n)..r.end.min(n)].sort_unstable();
-            }
+            sort_within_buckets(&mut t.positions);
             let mut out = Vec::new();
             t.write(&mut out);
             let (back, used) = HotTable::read(&out, 8 * MAX_HOT).expect("reads");
@@ -406,9 +368,13 @@ mod tests {
             // A Near naming 500: predicted 0 + 3 literals, delta 497.
             vec![seq(3, 8, Source::Near(497)), seq(0, 8, Source::At(900))],
         ];
-        let t = HotTable::choose(records.iter().map(|r| &r[..]));
+        let mut starts = Vec::new();
+        for r in &records {
+            dict_starts(r, &mut starts);
+        }
+        let t = HotTable::from_starts(starts);
         assert_eq!(t.positions(), [500, 900]);
-        let index = HotIndex::new(&t);
+        let index = HotIndex::new(t);
         assert_eq!(index.rank(900), Some(1));
         assert_eq!(index.rank(70), None);
         // Recoding: a hot At becomes its rank; a cheap Near stays.

@@ -214,10 +214,9 @@ fn prices_from(lengths: &[Vec<u8>], literal: f32) -> Prices {
 fn with_hot_ranks<R: AsRef<[u8]>>(
     parsed: &[Vec<Seq>],
     records: &[R],
-    hot: &HotTable,
+    index: &HotIndex,
     prices: &Prices,
 ) -> (Vec<Vec<u8>>, Prices) {
-    let index = HotIndex::new(hot);
     let count = |cost: &dyn Fn(Source) -> f32| {
         let mut counts = Counts::new();
         let mut seqs = Vec::new();
@@ -231,7 +230,7 @@ fn with_hot_ranks<R: AsRef<[u8]>>(
     let counts = count(&|s| hot::provisional_cost(prices, s));
     let lengths = counts.lengths();
     let first = prices_from(&lengths, literal_price(&lengths, &counts));
-    let counts = count(&|s| hot::source_cost(&first, s));
+    let counts = count(&|s| first.source_cost(s));
     let lengths = counts.lengths();
     let prices = prices_from(&lengths, literal_price(&lengths, &counts));
     (lengths, prices)
@@ -398,10 +397,9 @@ impl Encoder {
         let mut parser = Parser::new(material, depth, Effort::Thorough);
         let mut prices = Prices::initial();
         let mut lengths = Counts::new().lengths();
-        let mut hot = HotTable::empty();
-        // Training parses price no ranks: the table is chosen from the last
-        // round's parse.
-        let no_ranks = HotIndex::new(&HotTable::empty());
+        // Empty while the rounds parse (they price no ranks: the table is
+        // chosen from their matches), the hot table after the last.
+        let mut hot = HotIndex::new(HotTable::empty());
         let mut hot_starts: Option<Vec<u32>> = None;
         for round in 0..3 {
             let index = parser.index().clone();
@@ -423,7 +421,7 @@ impl Encoder {
                 let (mut kept, mut starts) = (Vec::new(), Vec::new());
                 for r in part {
                     seqs.clear();
-                    p.parse(r.as_ref(), prices_now, &no_ranks, &mut seqs);
+                    p.parse(r.as_ref(), prices_now, &hot, &mut seqs);
                     counts.add(r.as_ref(), &seqs);
                     if spans_wanted {
                         Parser::dict_spans(&seqs, |at, len| spans.push((at as u32, len as u32)));
@@ -475,7 +473,7 @@ impl Encoder {
                     parsed.extend(seqs);
                     starts.extend(s);
                 }
-                hot = HotTable::from_starts(starts);
+                hot = HotIndex::new(HotTable::from_starts(starts));
                 (lengths, prices) = with_hot_ranks(&parsed, records, &hot, &prices);
             }
         }
@@ -486,7 +484,7 @@ impl Encoder {
             prices,
             lengths,
             codes,
-            hot: HotIndex::new(&hot),
+            hot,
             seqs: Vec::new(),
         }
     }
@@ -496,7 +494,7 @@ impl Encoder {
     pub(crate) fn for_model(
         index: Arc<DictIndex>,
         lengths: Vec<Vec<u8>>,
-        hot: &HotTable,
+        hot: HotTable,
         literal: f32,
         depth: usize,
         effort: Effort,
@@ -538,8 +536,7 @@ impl Encoder {
         self.parser
             .parse(rec, &self.prices, &self.hot, &mut self.seqs);
         let prices = &self.prices;
-        self.hot
-            .recode(&mut self.seqs, |s| hot::source_cost(prices, s));
+        self.hot.recode(&mut self.seqs, |s| prices.source_cost(s));
         let mut w = BitWriter::default();
         let put = |w: &mut BitWriter, code: &huffman::Encoder, c: symbols::Coded| {
             code.put(w, c.symbol);
@@ -930,7 +927,7 @@ mod tests {
             let mut enc = Encoder::for_model(
                 Arc::new(index),
                 trained.lengths().to_vec(),
-                trained.hot(),
+                trained.hot().clone(),
                 trained.literal_price(),
                 DEFAULT_DEPTH,
                 Effort::Fast,

@@ -16,7 +16,7 @@ use pith_enc::prefix::common_len;
 use super::fast::FastParse;
 use super::hot::HotIndex;
 use super::matcher::{DictIndex, LocalIndex};
-use super::seq::{Prices, Seq};
+use super::seq::{Prediction, Prices, Seq};
 use super::symbols::{source, Source, MAX_MATCH, MIN_MATCH};
 use super::Effort;
 
@@ -146,16 +146,11 @@ impl Parser {
     /// one record, which names no hot ranks: the encoder recodes after the
     /// parse) copies from, with its length.
     pub(crate) fn dict_spans(seqs: &[Seq], mut f: impl FnMut(u64, u64)) {
-        let mut cursor = 0u64;
+        let mut at = Prediction::default();
         for s in seqs {
-            let at = match s.source {
-                _ if s.match_len == 0 => continue,
-                Source::Near(delta) => (cursor + s.lit_len as u64) as i64 + delta,
-                Source::At(at) => at as i64,
-                Source::LocalRepeat | Source::Local(_) | Source::Hot(_) => continue,
-            } as u64;
-            f(at, s.match_len);
-            cursor = at + s.match_len;
+            if let Some(pos) = at.step(s, &[]) {
+                f(pos, s.match_len);
+            }
         }
     }
 

@@ -1,6 +1,7 @@
 //! What a parse produces and what it optimizes against: [`Seq`], one
-//! literal run and the match after it, and [`Prices`], the bit costs of
-//! the codes. Shared by the parses (`parse.rs`, `fast.rs`), the hot table
+//! literal run and the match after it, [`Prediction`], where its
+//! dictionary matches copy from, and [`Prices`], the bit costs of the
+//! codes. Shared by the parses (`parse.rs`, `fast.rs`), the hot table
 //! (`hot.rs`) and the encoder, none of which this module imports.
 
 use super::symbols::{match_len, source, Source};
@@ -25,6 +26,36 @@ impl Seq {
             match_len: 0,
             source: Source::LocalRepeat,
         }
+    }
+}
+
+/// The prediction a decoder keeps while it reads one record's sequences
+/// (the end of the last dictionary match, 0 at the start), for code that
+/// walks sequences the decoder's way: training's statistics, the hot
+/// table's counts and the encoder's recoding.
+#[derive(Default)]
+pub(crate) struct Prediction {
+    end: i64,
+}
+
+impl Prediction {
+    /// The dictionary position the match of `s` copies from (`hot`: the
+    /// model's hot positions by rank), moving the prediction to its end;
+    /// `None` for a local match, the closing sequence, or a position no
+    /// dictionary has (a rank past `hot`).
+    #[inline]
+    pub(crate) fn step(&mut self, s: &Seq, hot: &[u32]) -> Option<u64> {
+        if s.match_len == 0 {
+            return None;
+        }
+        let pos = match s.source {
+            Source::Near(d) => self.end + s.lit_len as i64 + d,
+            Source::At(p) => p as i64,
+            Source::Hot(r) => hot.get(r as usize).map_or(-1, |&p| i64::from(p)),
+            Source::Local(_) | Source::LocalRepeat => return None,
+        };
+        self.end = pos + s.match_len as i64;
+        u64::try_from(pos).ok()
     }
 }
 
@@ -60,7 +91,13 @@ impl Prices {
     #[inline]
     pub(crate) fn match_cost(&self, len: u64, src: Source) -> f32 {
         let m = match_len::encode(len);
+        self.match_len[m.symbol] + m.extra_bits as f32 + self.source_cost(src)
+    }
+
+    /// What a source costs: its symbol and extra bits.
+    #[inline]
+    pub(crate) fn source_cost(&self, src: Source) -> f32 {
         let s = source::encode(src);
-        self.match_len[m.symbol] + self.source[s.symbol] + (m.extra_bits + s.extra_bits) as f32
+        self.source[s.symbol] + s.extra_bits as f32
     }
 }
