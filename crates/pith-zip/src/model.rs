@@ -38,7 +38,8 @@ use std::sync::{Arc, Mutex, Weak};
 use pith_enc::le;
 
 use crate::builder::{
-    split_sample, strided, strided_split, Options, SURVEY_BYTES, TRAINING_BYTES, TRIAL_BYTES,
+    split_sample, strided, strided_split, trial_bytes, Options, SURVEY_BYTES, TRAINING_BYTES,
+    TRIAL_BYTES,
 };
 use crate::error::{Error, Result};
 use crate::global::{self, DictIndex, Effort};
@@ -139,7 +140,7 @@ impl Model {
         let trained_from = records.iter().map(|r| r.len() as u64).sum();
         // The ratio is measured on records that neither trained the codes
         // nor chose the dictionary bytes kept.
-        let (trial, rest) = strided_split(&held, trial);
+        let (trial, rest) = strided_split(&held, trial.min(trial_bytes(&held)));
         let mut encoder = global::Encoder::train(
             &dict,
             &strided(&rest, training),

@@ -467,8 +467,6 @@ fn phrases(n: usize, salt: usize) -> Vec<Vec<u8>> {
 
 #[test]
 fn hot_tables_are_written_read_and_checked() {
-    // Enough that training keeps records beside the ratio's trial (1 MiB
-    // of the held-out half).
     let (m, file) = model(9, &phrases(24_000, 3));
     assert_eq!(&file[MODEL_HEADER_BYTES..][..4], b"PZG2");
     let records = phrases(300, 5);
@@ -513,4 +511,29 @@ fn hot_tables_are_written_read_and_checked() {
         b[at..at + 4].copy_from_slice(&(count + 1).to_le_bytes());
     });
     assert!(Model::open(&one_more).is_err());
+}
+
+#[test]
+fn a_small_sample_still_trains_its_codes() {
+    // 0.3 MB of sample: its held-out half is less than the ratio's 1 MiB
+    // trial, which once took all of it and left the codes trained on
+    // nothing (every symbol escaped).
+    let small = phrases(2_000, 3);
+    assert!(small.iter().map(Vec::len).sum::<usize>() < 1 << 20);
+    let (small, _) = model(1, &small);
+    let (large, _) = model(2, &phrases(24_000, 3));
+    let records = phrases(300, 5);
+    let (a, b) = (build(&small, &records).len(), build(&large, &records).len());
+    // The codes of the hex digits and the words are what both learn; the
+    // dictionaries hold the same thirteen phrases.
+    assert!(
+        a * 100 <= b * 105,
+        "small-sample model {a} bytes, large {b}"
+    );
+    assert!(
+        small.ratio() >= 0.8 * large.ratio(),
+        "{} against {}",
+        small.ratio(),
+        large.ratio()
+    );
 }

@@ -14,11 +14,22 @@
 //!   [`MIN_TRAINING_BYTES`]. (Below that, the segment's store gets a codec
 //!   of its own, as `flush_zip` says, and a later flush trains.)
 //! * **Drift**: the current model encodes at most 256 KiB of the sample to
-//!   a ratio below [`DRIFT`] (0.8) times the ratio it reached on held-out
+//!   a ratio below [`DRIFT`] (0.5) times the ratio it reached on held-out
 //!   records when it was trained: the data no longer looks like what the
 //!   model was trained on. For a current model that does not pay (its
 //!   values stored plain), the other way: the sample now passes the
 //!   compressibility probe (`pith_zip::compressible`), so a model may pay.
+//!   Why 0.5: the trained ratio is measured on records whose neighbours
+//!   in key order gave the dictionary its bytes, so new data of the same
+//!   kind in new keys scores below it. Measured shares: Debian's second
+//!   half of keys with a model of its first half 0.91 (of its first 1,000
+//!   records 0.88, of 300 0.93); a fill of debian-packages at each flush
+//!   1.01; `tests/models.rs`'s numbered packages in a new key range
+//!   0.65-0.86; random text after them 0.07. (At 0.8 the package flushes
+//!   retrained: one model per flush for data of one kind.) The rule
+//!   compares the model with itself, not with a fresh model: URLs under
+//!   a Debian model score 0.83-0.91, the Debian dictionary holding URLs,
+//!   and are not retrained for, at 0.8 either.
 //! * **Outgrown**: the sample is at least [`OUTGROWN`] (4) times the bytes
 //!   the current model was trained on (it came from a small first flush;
 //!   each retrain at least quadruples its material, so there are few).
@@ -70,7 +81,7 @@ type Sample<'a> = pith_zip::Sample<Cow<'a, [u8]>>;
 pub(crate) const MIN_TRAINING_BYTES: usize = 4 << 10;
 /// A current model encoding new data below this share of its training
 /// ratio is replaced.
-pub(crate) const DRIFT: f32 = 0.8;
+pub(crate) const DRIFT: f32 = 0.5;
 /// A sample this many times the current model's training bytes replaces it.
 pub(crate) const OUTGROWN: u64 = 4;
 /// Bytes of the sample the drift check encodes.
