@@ -32,11 +32,11 @@
 //!   on rustdoc: 0.49). At 0.8 every flush of same-kind rustdoc, paths or
 //!   the tests' packages would retrain (the tests did); at 0.5 none does,
 //!   and the four other-kind cases above 0.5 are missed: this rule
-//!   compares the model with itself. Comparing it with a fresh model would catch them,
-//!   but one trained on the older part of a flush's sample and judged on
-//!   the newer part was 19-32% better than the current one on the tests'
-//!   packages (whose numbers follow their keys), and 20% on random text:
-//!   no threshold told them apart.
+//!   compares the model with itself. Comparing it with a fresh model
+//!   would catch them, but one trained on the older part of a flush's
+//!   sample and judged on the newer part was 19-32% better than the
+//!   current one on the tests' packages (whose numbers follow their
+//!   keys), and 20% on random text: no threshold told them apart.
 //! * **Outgrown**: the sample is at least [`OUTGROWN`] (4) times the bytes
 //!   the current model was trained on (it came from a small first flush;
 //!   each retrain at least quadruples its material, so there are few).
@@ -87,7 +87,7 @@ type Sample<'a> = pith_zip::Sample<Cow<'a, [u8]>>;
 /// The least sample a first model is trained from.
 pub(crate) const MIN_TRAINING_BYTES: usize = 4 << 10;
 /// A current model encoding new data below this share of its training
-/// ratio is replaced.
+/// ratio is replaced (see the module docs for why 0.5).
 pub(crate) const DRIFT: f32 = 0.5;
 /// A sample this many times the current model's training bytes replaces it.
 pub(crate) const OUTGROWN: u64 = 4;

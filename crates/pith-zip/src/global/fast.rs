@@ -115,12 +115,12 @@ const LOCAL_DEPTH: usize = 4;
 /// little is lost, and long literal runs (hex digests, ids) cost fewer
 /// searches. Measured on one core with a trained model, two alternating
 /// runs, against no skipping: Debian 12,046,312 -> 11,980,936 bytes
-/// (-0.5%: probably short false matches in its digests, which cost
-/// more than the parse's estimate of them) at 48-50 -> 53-55 MB/s, decode 364-366 -> 372-374
-/// MB/s; rustdoc's 1 KB pieces +0.07% at the same speed; file paths and
-/// URLs 8 to a record -0.05% and +0.2%. A shift of 2 was faster (56 MB/s
-/// on Debian) but 0.6% larger on URLs; 1 and 0 made Debian 1.3% and 2.7%
-/// larger.
+/// (-0.5%: probably short false matches in its digests, which cost more
+/// than the parse's estimate of them) at 48-50 -> 53-55 MB/s, decode
+/// 364-366 -> 372-374 MB/s; rustdoc's 1 KB pieces +0.07% at the same
+/// speed; file paths and URLs 8 to a record -0.05% and +0.2%. A shift of
+/// 2 was faster (56 MB/s on Debian) but 0.6% larger on URLs; 1 and 0 made
+/// Debian 1.3% and 2.7% larger.
 const SKIP_SHIFT: u32 = 3;
 
 /// The second table is looked up at every `LONG_STEP`-th position only: a
