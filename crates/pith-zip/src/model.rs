@@ -140,7 +140,7 @@ impl Model {
         let trained_from = records.iter().map(|r| r.len() as u64).sum();
         // The ratio is measured on records that neither trained the codes
         // nor chose the dictionary bytes kept.
-        let (trial, rest) = strided_split(&held, trial.min(trial_bytes(&held)));
+        let (trial, rest) = strided_split(&held, trial_bytes(&held, trial));
         let mut encoder = global::Encoder::train(
             &dict,
             &strided(&rest, training),
