@@ -804,6 +804,9 @@ fn large_trie_top_level_index_matches_model() {
             k.extend_from_slice(format!("/{}", i / 7).as_bytes());
             k
         })
+        // A root child with every second byte: too many for a row's
+        // one-byte slots, so it is searched as any node.
+        .chain((0..=255u8).map(|c| vec![b'Z', c, b'/']))
         .collect();
     let bytes = trie_of(&keys);
     assert!(Trie::open(bytes.as_bytes()).unwrap().num_edges() >= 4096);
@@ -818,6 +821,11 @@ fn large_trie_top_level_index_matches_model() {
     }
     probes.push(vec![0xFF, 0xFF]);
     probes.push(vec![b'a']);
+    for c in (0..=255u8).step_by(5) {
+        probes.push(vec![b'Z', c, b'/']);
+        probes.push(vec![b'Z', c, b'.']);
+        probes.push(vec![b'Z', c]);
+    }
     check_against_model(&keys, &probes);
 }
 

@@ -76,25 +76,43 @@ use crate::words::{corrupt, WordReader};
 /// The top two levels by byte, computed at open (nothing on disk). Every
 /// lookup starts at the root, and the top nodes are the widest; the tables
 /// replace their binary searches and the selects that find the next level's
-/// children with array reads. The second level costs 3 KiB per root child
-/// with children, so it is built only for tries of at least
-/// [`SECOND_LEVEL_MIN_EDGES`] edges, where it measurably pays.
+/// children with array reads. The second level is a [`SecondRow`] per root
+/// child with children and a range per second-level edge: 264 bytes a row
+/// and 8 an edge (14 KiB for Debian package keys' 33 rows and 720 edges,
+/// where rows of 256 edges and 256 ranges took 3 KiB each: 99 KiB, in
+/// vectors of twice that capacity). It is built only for tries
+/// of at least [`SECOND_LEVEL_MIN_EDGES`] edges, where it measurably pays.
 #[derive(Clone, Debug)]
 pub(crate) struct RootIndex {
     /// Edge of the root child labelled `b`, or `NO_EDGE`.
     edge: [u32; 256],
     /// Child edge range of that child's node (empty for a leaf).
     range: [(u32, u32); 256],
-    /// Row of the second-level tables for root child `b`, or `NO_ROW`.
+    /// Index in `second` of root child `b`'s row, or `NO_ROW`.
     row: [u16; 256],
-    /// `second_edge[row * 256 + c]`: the child labelled `c` of that root
-    /// child's node, or `NO_EDGE`.
-    second_edge: Vec<u32>,
-    /// Child edge range of that edge's node.
+    /// The second level's rows.
+    second: Vec<SecondRow>,
+    /// Child edge range of each second-level edge's node, a row's edges
+    /// in label order from its `first_range`.
     second_range: Vec<(u32, u32)>,
     /// Every internal node's first edge, when the trie is not too large
     /// (`nodes.rs`).
     nodes: Option<NodeStarts>,
+}
+
+/// The children of one root child's node, by byte. They are consecutive
+/// edges in label order, so the child labelled `c` is the edge
+/// `first_edge + slot[c] - 1`, and its node's range is at `first_range +
+/// slot[c] - 1` in `RootIndex::second_range`.
+#[derive(Clone, Debug)]
+struct SecondRow {
+    /// One more than the rank of the child labelled `c` among the node's
+    /// children, or 0 when no child is labelled `c`.
+    slot: [u8; 256],
+    /// The first child's edge.
+    first_edge: u32,
+    /// Where the first child's range is in `RootIndex::second_range`.
+    first_range: u32,
 }
 
 const NO_EDGE: u32 = u32::MAX;
@@ -215,7 +233,7 @@ impl<'a> Trie<'a> {
                 edge: [NO_EDGE; 256],
                 range: [(0, 0); 256],
                 row: [NO_ROW; 256],
-                second_edge: Vec::new(),
+                second: Vec::new(),
                 second_range: Vec::new(),
                 nodes: None,
             }),
@@ -236,6 +254,8 @@ impl<'a> Trie<'a> {
                     }
                 }
             }
+            trie.root.second.shrink_to_fit();
+            trie.root.second_range.shrink_to_fit();
         }
         Ok(trie)
     }
@@ -277,21 +297,46 @@ impl<'a> Trie<'a> {
         Ok(trie)
     }
 
-    /// Fills the second-level row of root child `b`, whose node's child
-    /// edges are `s..t`.
+    /// Adds the second-level row of root child `b`, whose node's child
+    /// edges are `s..t`. A row whose ranks would not fit its bytes (more
+    /// edges than labels, which only unvalidated bytes hold) is left out:
+    /// lookups then search that node as any other.
     fn index_second_level(&mut self, b: usize, s: usize, t: usize) {
-        let row = self.root.second_edge.len() / 256;
-        self.root.row[b] = row as u16;
-        self.root.second_edge.resize((row + 1) * 256, NO_EDGE);
-        self.root.second_range.resize((row + 1) * 256, (0, 0));
+        let (Ok(row), Ok(first_edge), Ok(first_range)) = (
+            u16::try_from(self.root.second.len()),
+            u32::try_from(s),
+            u32::try_from(self.root.second_range.len()),
+        ) else {
+            return;
+        };
+        let mut r = SecondRow {
+            slot: [0; 256],
+            first_edge,
+            first_range,
+        };
+        let mut ranges = Vec::with_capacity(t.saturating_sub(s).min(256));
+        let mut last = None;
         for e in s..t.min(s + 256) {
-            let at = row * 256 + self.edges.label(e) as usize;
-            self.root.second_edge[at] = e as u32;
-            if self.edges.bit(HAS_CHILD, e) {
-                let (cs, ct) = self.children(self.child_node(e));
-                self.root.second_range[at] = (cs as u32, ct as u32);
+            let c = self.edges.label(e);
+            if last.is_some_and(|l| l >= c) {
+                return; // labels not increasing: bytes not validated
             }
+            last = Some(c);
+            ranges.push(if self.edges.bit(HAS_CHILD, e) {
+                let (cs, ct) = self.children(self.child_node(e));
+                (cs as u32, ct as u32)
+            } else {
+                (0, 0)
+            });
+            // Rows of more than 255 children are dropped below.
+            r.slot[usize::from(c)] = ranges.len() as u8;
         }
+        if ranges.len() != t - s || ranges.len() > usize::from(u8::MAX) {
+            return; // more children than labels, or more than a slot counts
+        }
+        self.root.row[b] = row;
+        self.root.second.push(r);
+        self.root.second_range.extend(ranges);
     }
 
     /// The counts [`Trie::open`] can compare in O(1).
@@ -424,7 +469,7 @@ impl<'a> Trie<'a> {
     pub fn resident_bytes(&self) -> usize {
         let root = &self.root;
         std::mem::size_of::<RootIndex>()
-            + root.second_edge.capacity() * 4
+            + root.second.capacity() * std::mem::size_of::<SecondRow>()
             + root.second_range.capacity() * 8
             + root.nodes.as_ref().map_or(0, NodeStarts::heap_bytes)
     }
@@ -556,13 +601,14 @@ impl<'a> Trie<'a> {
                 return None;
             }
             if row != NO_ROW {
-                let at = row as usize * 256 + key[pos] as usize;
-                let next = self.root.second_edge[at];
-                if next == NO_EDGE {
-                    return None;
-                }
-                e = next as usize;
-                range = Some(self.root.second_range[at]);
+                let r = &self.root.second[usize::from(row)];
+                let rank = usize::from(r.slot[usize::from(key[pos])]).checked_sub(1)?;
+                e = r.first_edge as usize + rank;
+                range = self
+                    .root
+                    .second_range
+                    .get(r.first_range as usize + rank)
+                    .copied();
                 row = NO_ROW;
                 pos += 1;
                 continue;
