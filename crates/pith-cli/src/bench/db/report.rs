@@ -208,7 +208,7 @@ fn table(rows: &[Value]) -> Vec<String> {
 fn legend(rows: &[Value], ratios: &[Ratio]) -> Vec<String> {
     let has = |field: &str| rows.iter().any(|j| !j[field].is_null());
     let mut entries = vec![
-        ("ops/s", "operations per second, all threads together: records written (fills; the fill alone, its settle not counted), gets, gets and puts (mixed), scans (scan)".to_string()),
+        ("ops/s", "operations per second, all threads together: records written (fills: the writes alone, timed after the data set is read and parsed, the settle not counted), gets, gets and puts (mixed), scans (scan)".to_string()),
         ("latency per", format!("what one latency sample times: a write batch of {FILL_BATCH} records (fills), one get, one get or put (mixed95 and mixed99: 95% and 99% gets), one scan of {SCAN_LEN} records from a random existing key")),
         ("mean..p99.9", "latency of one sample (see latency per) in microseconds: mean, median (p50), 99th and 99.9th percentile".into()),
         ("limit MiB", "memory limit of the read phase (a cgroup, page cache included; MiB = 2^20 bytes); none: no limit (fills always run without one)".into()),
