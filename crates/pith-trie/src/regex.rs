@@ -15,6 +15,12 @@
 //! decoded) only when it matches. Decoding every label into the key and
 //! feeding it a byte at a time made a broad pattern's walk slower than
 //! matching every key held in memory.
+//!
+//! Below a prefix that drives the DFA into a *universal* state (a match
+//! state that every byte leads back to, as after `user:` in `(?s)user:.*`,
+//! a Redis glob `user:*`), every key matches: the walk then stops feeding
+//! labels to the DFA, and the ids of the keys below are consecutive, so
+//! only the first is looked up ([`Run`]).
 
 use std::borrow::Borrow;
 
@@ -90,6 +96,12 @@ impl KeyRegex {
     /// `s`, unless it is the dead or the quit state.
     fn alive(&self, s: StateID) -> Option<StateID> {
         (!self.dfa.is_dead_state(s) && !self.dfa.is_quit_state(s)).then_some(s)
+    }
+
+    /// True if every key that starts with a prefix leading to `s`
+    /// matches: `s` matches at the end and every byte leads back to it.
+    fn is_universal(&self, s: StateID) -> bool {
+        self.is_match_at_end(s) && (0..=255u8).all(|b| self.dfa.next_state(s, b) == s)
     }
 
     /// True if the pattern matches all of `key`.
@@ -216,6 +228,44 @@ impl CodeSteps {
     }
 }
 
+/// The walk inside a subtree whose every key matches: the frames from
+/// `depth` up hold a universal state (see the module docs).
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    /// Index in the stack of the run's first frame; the run ends when that
+    /// frame is popped.
+    depth: usize,
+    /// The id of the next match, once one in the run was looked up: keys
+    /// below a node are consecutive in key order, and the walk meets them
+    /// in that order.
+    next_id: Option<u64>,
+}
+
+/// Which states are universal, per state index, as the walk meets them:
+/// 0 not known yet, 1 no, 2 yes. States past [`MEMO_STATES`] count as not
+/// universal (the check reads 256 transitions).
+#[derive(Default)]
+struct Universal {
+    known: Vec<u8>,
+}
+
+impl Universal {
+    #[inline]
+    fn check(&mut self, re: &KeyRegex, s: StateID) -> bool {
+        let index = s.as_usize() >> re.dfa.stride2();
+        if index >= MEMO_STATES {
+            return false;
+        }
+        if index >= self.known.len() {
+            self.known.resize((2 * (index + 1)).min(MEMO_STATES), 0);
+        }
+        if self.known[index] == 0 {
+            self.known[index] = if re.is_universal(s) { 2 } else { 1 };
+        }
+        self.known[index] == 2
+    }
+}
+
 /// The state after the `len` bytes of `sym` (little-endian) from `s`.
 fn feed_symbol(re: &KeyRegex, s: StateID, (sym, len): (u64, usize)) -> StateID {
     re.advance(s, &sym.to_le_bytes()[..len])
@@ -236,6 +286,9 @@ pub struct RegexWalk<'t, 'a, R> {
     decoded: usize,
     key: Vec<u8>,
     steps: CodeSteps,
+    universal: Universal,
+    /// Set while the walk is inside a subtree whose every key matches.
+    run: Option<Run>,
     stats: RegexStats,
     /// Dense integer keys (format version 4): the walk goes down the
     /// implicit tree of their bytes, one byte a level, skipping subtrees
@@ -298,6 +351,8 @@ impl<'a> Trie<'a> {
             stack,
             key: Vec::new(),
             steps: CodeSteps::default(),
+            universal: Universal::default(),
+            run: None,
             stats: RegexStats::default(),
             dense: Vec::new(),
             dense_lo: 0,
@@ -428,21 +483,36 @@ impl<R: Borrow<KeyRegex>> RegexWalk<'_, '_, R> {
             if frame.next == frame.end {
                 self.stack.pop();
                 self.decoded = self.decoded.min(at);
+                if self.run.is_some_and(|r| r.depth == at) {
+                    self.run = None;
+                }
                 continue;
             }
             if self.stats.visited_edges >= trie.edges.len() as u64 {
                 // A valid trie's walk enters each edge once at most; more
                 // means child ranges that overlap (bytes not validated).
                 self.stack.clear();
+                self.run = None;
                 return None;
+            }
+            if self.run.is_none() && self.universal.check(re, frame.state) {
+                self.run = Some(Run {
+                    depth: at,
+                    next_id: None,
+                });
             }
             let e = frame.next;
             frame.next += 1;
             self.stats.visited_edges += 1;
             let (parent, level) = (frame.state, frame.level);
             let label = (trie.edges.label(e), trie.tail_code(e).unwrap_or(&[]));
-            let Some(state) = self.steps.feed_label(trie, re, label, parent) else {
-                continue;
+            let state = match self.run {
+                // Every byte leads back to the universal state.
+                Some(_) => parent,
+                None => match self.steps.feed_label(trie, re, label, parent) {
+                    Some(state) => state,
+                    None => continue,
+                },
             };
             if let Some((k, s, t)) = trie.child_edges_after(e, frame.last_child) {
                 frame.last_child = (k, t);
@@ -455,6 +525,19 @@ impl<R: Borrow<KeyRegex>> RegexWalk<'_, '_, R> {
                     last_child: (0, 0),
                     level: level + 1,
                 });
+            }
+            if let Some(run) = &mut self.run {
+                if trie.edges.bit(TERM, e) {
+                    let id = match run.next_id {
+                        Some(id) => id,
+                        None => trie.edge_id_at(e, Some(level)),
+                    };
+                    run.next_id = id.checked_add(1);
+                    self.stats.matches += 1;
+                    self.spell(at, label);
+                    return Some(id);
+                }
+                continue;
             }
             if trie.edges.bit(TERM, e) && re.is_match_at_end(state) {
                 self.stats.matches += 1;

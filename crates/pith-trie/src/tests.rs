@@ -225,6 +225,9 @@ proptest! {
                                Just("a.*".to_string()), Just("[ab]*c".to_string()), Just("(?s).*".to_string()),
                                Just("".to_string()), Just("b?a?".to_string()), Just("[a-d]+/1.*".to_string()),
                                Just(r"(?-u)[\x00-\x10].*\xFF".to_string()), Just("c{2,4}".to_string()),
+                               // Byte mode: every key below `a` or `b` matches.
+                               Just("(?s-u).*".to_string()), Just("(?s-u)[ab].*".to_string()),
+                               Just("(?s-u)a.*|b".to_string()),
                                "[abc]{0,3}".prop_map(|s| format!("{s}.*")),
                            ]) {
         check_regex(&keys, &pattern);
@@ -330,6 +333,11 @@ fn regex_feeds_symbol_codes() {
         ".*-dev.*",
         ".*[0-9]+-doc/1.*",
         "(?s).*",
+        // Byte mode, where `.*` leads to a state every byte keeps (the
+        // walk's runs).
+        "(?s-u).*",
+        "(?s-u)lib.*",
+        "(?s-u)(lib|dev).*|data.*",
         r"(?-u).*\x01.*",
         // 2^12 states and more: most steps past the remembered ones.
         "(?s-u).*1.{11}",
