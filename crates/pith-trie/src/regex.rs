@@ -19,8 +19,10 @@
 //! Below a prefix that drives the DFA into a *universal* state (a match
 //! state that every byte leads back to, as after `user:` in `(?s)user:.*`,
 //! a Redis glob `user:*`), every key matches: the walk then stops feeding
-//! labels to the DFA, and the ids of the keys below are consecutive, so
-//! only the first is looked up ([`Run`]).
+//! labels to the DFA ([`Run`]). And wherever a match follows the last one
+//! with no key passed over between them (every key below such a prefix,
+//! or a run of keys that all match), its id is the last one's plus one,
+//! not looked up ([`RegexWalk::next_match`]).
 
 use std::borrow::Borrow;
 
@@ -229,16 +231,13 @@ impl CodeSteps {
 }
 
 /// The walk inside a subtree whose every key matches: the frames from
-/// `depth` up hold a universal state (see the module docs).
+/// `depth` up hold a universal state (see the module docs), so their
+/// labels are not fed to the DFA.
 #[derive(Clone, Copy, Debug)]
 struct Run {
     /// Index in the stack of the run's first frame; the run ends when that
     /// frame is popped.
     depth: usize,
-    /// The id of the next match, once one in the run was looked up: keys
-    /// below a node are consecutive in key order, and the walk meets them
-    /// in that order.
-    next_id: Option<u64>,
 }
 
 /// Which states are universal, per state index, as the walk meets them:
@@ -289,6 +288,10 @@ pub struct RegexWalk<'t, 'a, R> {
     universal: Universal,
     /// Set while the walk is inside a subtree whose every key matches.
     run: Option<Run>,
+    /// The id after the last match's, while no key after that match has
+    /// been passed over (rejected, or in a pruned subtree): the next match
+    /// then has this id, as the walk meets keys in key order.
+    next_id: Option<u64>,
     stats: RegexStats,
     /// Dense integer keys (format version 4): the walk goes down the
     /// implicit tree of their bytes, one byte a level, skipping subtrees
@@ -353,6 +356,7 @@ impl<'a> Trie<'a> {
             steps: CodeSteps::default(),
             universal: Universal::default(),
             run: None,
+            next_id: None,
             stats: RegexStats::default(),
             dense: Vec::new(),
             dense_lo: 0,
@@ -472,6 +476,7 @@ impl<R: Borrow<KeyRegex>> RegexWalk<'_, '_, R> {
             self.key.clear();
             if re.is_match_at_end(re.start) {
                 self.stats.matches += 1;
+                self.next_id = Some(1);
                 return Some(0); // the empty key sorts first
             }
         }
@@ -496,10 +501,7 @@ impl<R: Borrow<KeyRegex>> RegexWalk<'_, '_, R> {
                 return None;
             }
             if self.run.is_none() && self.universal.check(re, frame.state) {
-                self.run = Some(Run {
-                    depth: at,
-                    next_id: None,
-                });
+                self.run = Some(Run { depth: at });
             }
             let e = frame.next;
             frame.next += 1;
@@ -511,7 +513,11 @@ impl<R: Borrow<KeyRegex>> RegexWalk<'_, '_, R> {
                 Some(_) => parent,
                 None => match self.steps.feed_label(trie, re, label, parent) {
                     Some(state) => state,
-                    None => continue,
+                    None => {
+                        // Pruned: the keys at and below `e` are passed over.
+                        self.next_id = None;
+                        continue;
+                    }
                 },
             };
             if let Some((k, s, t)) = trie.child_edges_after(e, frame.last_child) {
@@ -526,24 +532,21 @@ impl<R: Borrow<KeyRegex>> RegexWalk<'_, '_, R> {
                     level: level + 1,
                 });
             }
-            if let Some(run) = &mut self.run {
-                if trie.edges.bit(TERM, e) {
-                    let id = match run.next_id {
-                        Some(id) => id,
-                        None => trie.edge_id_at(e, Some(level)),
-                    };
-                    run.next_id = id.checked_add(1);
-                    self.stats.matches += 1;
-                    self.spell(at, label);
-                    return Some(id);
-                }
+            if !trie.edges.bit(TERM, e) {
                 continue;
             }
-            if trie.edges.bit(TERM, e) && re.is_match_at_end(state) {
-                self.stats.matches += 1;
-                self.spell(at, label);
-                return Some(trie.edge_id_at(e, Some(level)));
+            if self.run.is_none() && !re.is_match_at_end(state) {
+                self.next_id = None;
+                continue;
             }
+            let id = match self.next_id {
+                Some(id) => id,
+                None => trie.edge_id_at(e, Some(level)),
+            };
+            self.next_id = id.checked_add(1);
+            self.stats.matches += 1;
+            self.spell(at, label);
+            return Some(id);
         }
         None
     }
