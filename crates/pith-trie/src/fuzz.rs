@@ -86,11 +86,15 @@ pub fn exercise(trie: &Trie<'_>, probe: &[u8]) {
             break;
         }
     }
-    if let Ok(re) = KeyRegex::new(".*a.*") {
-        let mut left = 256;
-        trie.regex_search(&re, |_, _| {
-            left -= 1;
-            left > 0
-        });
+    // A pattern whose walk feeds the DFA, and one whose walk stops feeding
+    // it below `a` (a universal state: every key there matches).
+    for pattern in [".*a.*", "(?s-u)a.*"] {
+        if let Ok(re) = KeyRegex::new(pattern) {
+            let mut left = 256;
+            trie.regex_search(&re, |_, _| {
+                left -= 1;
+                left > 0
+            });
+        }
     }
 }
