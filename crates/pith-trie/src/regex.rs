@@ -16,13 +16,16 @@
 //! feeding it a byte at a time made a broad pattern's walk slower than
 //! matching every key held in memory.
 //!
-//! Below a prefix that drives the DFA into a *universal* state (a match
-//! state that every byte leads back to, as after `user:` in `(?s)user:.*`,
-//! a Redis glob `user:*`), every key matches: the walk then stops feeding
-//! labels to the DFA ([`Run`]). And wherever a match follows the last one
-//! with no key passed over between them (every key below such a prefix,
-//! or a run of keys that all match), its id is the last one's plus one,
-//! not looked up ([`RegexWalk::next_match`]).
+//! Below a prefix that drives the DFA into a *looping* state, one that
+//! matches at the end and that every byte leads back to (after `user:` in
+//! the byte-mode `(?s-u)user:.*` that a Redis glob `user:*` becomes), or
+//! every ASCII byte (after `lib` in the Unicode-mode `(?s)lib.*`, where a
+//! byte that is not UTF-8 ends the match), a label of such bytes leaves the
+//! state as it is: the walk does not feed it to the DFA ([`Loops`]). And
+//! wherever a match follows the last one with no key passed over between
+//! them (every key below such a prefix, or a run of keys that all match),
+//! its id is the last one's plus one, not looked up
+//! ([`RegexWalk::next_match`]).
 
 use std::borrow::Borrow;
 
@@ -100,10 +103,18 @@ impl KeyRegex {
         (!self.dfa.is_dead_state(s) && !self.dfa.is_quit_state(s)).then_some(s)
     }
 
-    /// True if every key that starts with a prefix leading to `s`
-    /// matches: `s` matches at the end and every byte leads back to it.
-    fn is_universal(&self, s: StateID) -> bool {
-        self.is_match_at_end(s) && (0..=255u8).all(|b| self.dfa.next_state(s, b) == s)
+    /// How `s` loops (see [`Loop`]).
+    fn loop_kind(&self, s: StateID) -> Loop {
+        let back = |bytes: std::ops::RangeInclusive<u8>| {
+            bytes.into_iter().all(|b| self.dfa.next_state(s, b) == s)
+        };
+        if !self.is_match_at_end(s) || !back(0..=0x7F) {
+            Loop::No
+        } else if back(0x80..=0xFF) {
+            Loop::Every
+        } else {
+            Loop::Ascii
+        }
     }
 
     /// True if the pattern matches all of `key`.
@@ -230,38 +241,78 @@ impl CodeSteps {
     }
 }
 
-/// The walk inside a subtree whose every key matches: the frames from
-/// `depth` up hold a universal state (see the module docs), so their
-/// labels are not fed to the DFA.
-#[derive(Clone, Copy, Debug)]
-struct Run {
-    /// Index in the stack of the run's first frame; the run ends when that
-    /// frame is popped.
-    depth: usize,
+/// Which bytes lead a matching state back to itself: then a label of
+/// those bytes leaves the walk's state as it is, and the key it ends
+/// matches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Loop {
+    /// Not every ASCII byte, or the state does not match at the end.
+    No,
+    /// Every ASCII byte (`.` in Unicode mode, with `(?s)`).
+    Ascii,
+    /// Every byte: every key below matches.
+    Every,
 }
 
-/// Which states are universal, per state index, as the walk meets them:
-/// 0 not known yet, 1 no, 2 yes. States past [`MEMO_STATES`] count as not
-/// universal (the check reads 256 transitions).
+/// The [`Loop`] of each state, per state index, as the walk meets them
+/// (states past [`MEMO_STATES`] count as [`Loop::No`]: the check reads 256
+/// transitions), and which symbol-table codes stand for ASCII bytes only.
 #[derive(Default)]
-struct Universal {
-    known: Vec<u8>,
+struct Loops {
+    known: Vec<Option<Loop>>,
+    /// Bit `c` set when code `c`'s symbol is ASCII (filled at the first
+    /// [`Loop::Ascii`] state).
+    ascii_codes: Option<[u64; 4]>,
 }
 
-impl Universal {
+impl Loops {
     #[inline]
-    fn check(&mut self, re: &KeyRegex, s: StateID) -> bool {
+    fn of(&mut self, re: &KeyRegex, s: StateID) -> Loop {
         let index = s.as_usize() >> re.dfa.stride2();
         if index >= MEMO_STATES {
-            return false;
+            return Loop::No;
         }
         if index >= self.known.len() {
-            self.known.resize((2 * (index + 1)).min(MEMO_STATES), 0);
+            self.known.resize((2 * (index + 1)).min(MEMO_STATES), None);
         }
-        if self.known[index] == 0 {
-            self.known[index] = if re.is_universal(s) { 2 } else { 1 };
+        *self.known[index].get_or_insert_with(|| re.loop_kind(s))
+    }
+
+    /// True if a label (its first byte and its encoded rest) spells ASCII
+    /// bytes only.
+    #[inline]
+    fn is_ascii(&mut self, symbols: &Symbols<'_>, (first, code): (u8, &[u8])) -> bool {
+        if !first.is_ascii() {
+            return false;
         }
-        self.known[index] == 2
+        if symbols.mode() == Mode::Raw {
+            return code.is_ascii();
+        }
+        let ascii = *self.ascii_codes.get_or_insert_with(|| {
+            let mut bits = [0u64; 4];
+            for c in 0..=255u8 {
+                let (sym, len) = symbols.symbol(c);
+                if c != ESCAPE && sym.to_le_bytes()[..len].is_ascii() {
+                    bits[usize::from(c >> 6)] |= 1 << (c & 63);
+                }
+            }
+            bits
+        });
+        let mut i = 0;
+        while let Some(&c) = code.get(i) {
+            if c == ESCAPE {
+                if !code.get(i + 1).is_some_and(u8::is_ascii) {
+                    return false;
+                }
+                i += 2;
+            } else {
+                if ascii[usize::from(c >> 6)] >> (c & 63) & 1 == 0 {
+                    return false;
+                }
+                i += 1;
+            }
+        }
+        true
     }
 }
 
@@ -285,9 +336,7 @@ pub struct RegexWalk<'t, 'a, R> {
     decoded: usize,
     key: Vec<u8>,
     steps: CodeSteps,
-    universal: Universal,
-    /// Set while the walk is inside a subtree whose every key matches.
-    run: Option<Run>,
+    loops: Loops,
     /// The id after the last match's, while no key after that match has
     /// been passed over (rejected, or in a pruned subtree): the next match
     /// then has this id, as the walk meets keys in key order.
@@ -354,8 +403,7 @@ impl<'a> Trie<'a> {
             stack,
             key: Vec::new(),
             steps: CodeSteps::default(),
-            universal: Universal::default(),
-            run: None,
+            loops: Loops::default(),
             next_id: None,
             stats: RegexStats::default(),
             dense: Vec::new(),
@@ -488,30 +536,28 @@ impl<R: Borrow<KeyRegex>> RegexWalk<'_, '_, R> {
             if frame.next == frame.end {
                 self.stack.pop();
                 self.decoded = self.decoded.min(at);
-                if self.run.is_some_and(|r| r.depth == at) {
-                    self.run = None;
-                }
                 continue;
             }
             if self.stats.visited_edges >= trie.edges.len() as u64 {
                 // A valid trie's walk enters each edge once at most; more
                 // means child ranges that overlap (bytes not validated).
                 self.stack.clear();
-                self.run = None;
                 return None;
-            }
-            if self.run.is_none() && self.universal.check(re, frame.state) {
-                self.run = Some(Run { depth: at });
             }
             let e = frame.next;
             frame.next += 1;
             self.stats.visited_edges += 1;
             let (parent, level) = (frame.state, frame.level);
             let label = (trie.edges.label(e), trie.tail_code(e).unwrap_or(&[]));
-            let state = match self.run {
-                // Every byte leads back to the universal state.
-                Some(_) => parent,
-                None => match self.steps.feed_label(trie, re, label, parent) {
+            let stays = match self.loops.of(re, parent) {
+                Loop::No => false,
+                Loop::Ascii => self.loops.is_ascii(&trie.labels.symbols(), label),
+                Loop::Every => true,
+            };
+            let state = match stays {
+                // The label's bytes lead the state back to itself.
+                true => parent,
+                false => match self.steps.feed_label(trie, re, label, parent) {
                     Some(state) => state,
                     None => {
                         // Pruned: the keys at and below `e` are passed over.
@@ -535,7 +581,7 @@ impl<R: Borrow<KeyRegex>> RegexWalk<'_, '_, R> {
             if !trie.edges.bit(TERM, e) {
                 continue;
             }
-            if self.run.is_none() && !re.is_match_at_end(state) {
+            if !stays && !re.is_match_at_end(state) {
                 self.next_id = None;
                 continue;
             }

@@ -228,6 +228,8 @@ proptest! {
                                // Byte mode: every key below `a` or `b` matches.
                                Just("(?s-u).*".to_string()), Just("(?s-u)[ab].*".to_string()),
                                Just("(?s-u)a.*|b".to_string()),
+                               // Unicode mode: every ASCII byte keeps the state.
+                               Just("(?s)[ab].*".to_string()), Just("(?s)a.*|[bc].*".to_string()),
                                "[abc]{0,3}".prop_map(|s| format!("{s}.*")),
                            ]) {
         check_regex(&keys, &pattern);
@@ -316,13 +318,32 @@ fn unsorted_input_is_rejected() {
 /// with more states than the walk remembers code steps for.
 #[test]
 fn regex_feeds_symbol_codes() {
-    let words = ["lib", "dev", "python3", "data", "doc", "common", "utils"];
+    // Non-ASCII words too, so that symbols hold bytes of UTF-8 (`é`) and
+    // bytes that are not UTF-8 (0xFF), which Unicode-mode patterns treat
+    // differently from ASCII, inside labels as well as first in them.
+    let words: [&[u8]; 7] = [
+        b"lib",
+        b"dev",
+        b"python3",
+        b"da\xFFta",
+        b"doc",
+        "caf\u{e9}".as_bytes(),
+        b"utils",
+    ];
     let keys: BTreeSet<Vec<u8>> = (0..6000u32)
         .map(|i| {
             let (a, b) = (words[i as usize % 7], words[(i as usize / 7) % 7]);
             // A byte the table will not hold a symbol for, now and then.
-            let odd = if i % 97 == 0 { "\u{1}" } else { "" };
-            format!("{a}{}-{b}{odd}/{}.{}-{}", i / 49, i % 13, i % 7, i % 3).into_bytes()
+            let odd: &[u8] = if i % 97 == 0 { b"\x01" } else { b"" };
+            let rest = format!("/{}.{}-{}", i % 13, i % 7, i % 3);
+            [
+                a,
+                format!("{}-", i / 49).as_bytes(),
+                b,
+                odd,
+                rest.as_bytes(),
+            ]
+            .concat()
         })
         .collect();
     let bytes = trie_of(&keys);
@@ -338,6 +359,8 @@ fn regex_feeds_symbol_codes() {
         "(?s-u).*",
         "(?s-u)lib.*",
         "(?s-u)(lib|dev).*|data.*",
+        "(?s)lib.*",
+        "(?s)(lib|dev).*|data.*",
         r"(?-u).*\x01.*",
         // 2^12 states and more: most steps past the remembered ones.
         "(?s-u).*1.{11}",
