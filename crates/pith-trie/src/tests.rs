@@ -53,7 +53,11 @@ fn check_bytes_against_model(bytes: &AlignedBytes, keys: &BTreeSet<Vec<u8>>, pro
     }
     backward.reverse();
     assert_eq!(backward, forward);
-    for p in probes.iter().chain(keys.iter()) {
+    // The checks below scan the model for every probe: every key of a small
+    // set is a probe, of a large one a spread of 2,000 (all 30,256 keys of
+    // `large_trie_top_level_index_matches_model` took 100 s a run).
+    let step = (keys.len() / 2000).max(1);
+    for p in probes.iter().chain(keys.iter().step_by(step)) {
         let lb = sorted.partition_point(|k| k.as_slice() < p.as_slice()) as u64;
         assert_eq!(trie.lower_bound(p), lb, "lower_bound {p:?}");
         assert_eq!(
