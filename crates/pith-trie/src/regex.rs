@@ -554,17 +554,17 @@ impl<R: Borrow<KeyRegex>> RegexWalk<'_, '_, R> {
                 Loop::Ascii => self.loops.is_ascii(&trie.labels.symbols(), label),
                 Loop::Every => true,
             };
-            let state = match stays {
-                // The label's bytes lead the state back to itself.
-                true => parent,
-                false => match self.steps.feed_label(trie, re, label, parent) {
+            let state = if stays {
+                parent // the label's bytes lead the state back to itself
+            } else {
+                match self.steps.feed_label(trie, re, label, parent) {
                     Some(state) => state,
                     None => {
                         // Pruned: the keys at and below `e` are passed over.
                         self.next_id = None;
                         continue;
                     }
-                },
+                }
             };
             if let Some((k, s, t)) = trie.child_edges_after(e, frame.last_child) {
                 frame.last_child = (k, t);

@@ -298,9 +298,10 @@ impl<'a> Trie<'a> {
     }
 
     /// Adds the second-level row of root child `b`, whose node's child
-    /// edges are `s..t`. A row whose ranks would not fit its bytes (more
-    /// edges than labels, which only unvalidated bytes hold) is left out:
-    /// lookups then search that node as any other.
+    /// edges are `s..t`. A node with a child for every byte (a slot counts
+    /// to 255), or whose edges are out of label order or outnumber the
+    /// bytes (bytes not validated), gets no row: lookups then search it as
+    /// any other node.
     fn index_second_level(&mut self, b: usize, s: usize, t: usize) {
         let (Ok(row), Ok(first_edge), Ok(first_range)) = (
             u16::try_from(self.root.second.len()),

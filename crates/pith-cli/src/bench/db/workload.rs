@@ -1,6 +1,7 @@
-//! The workloads: fills from a data set read whole before they are timed, timed read and mixed
-//! phases over the loaded keys, and `readwhilewriting` (readers at full
-//! speed beside one writer at full speed, as RocksDB's db_bench runs it).
+//! The workloads: fills from a data set read whole before they are
+//! timed, timed read and mixed phases over the loaded keys, and
+//! `readwhilewriting` (readers at full speed beside one writer at full
+//! speed, as RocksDB's db_bench runs it).
 //!
 //! Every operation of a read phase is timed on its own (`Instant` around
 //! the call, ~20 ns) into a per-thread HDR histogram of nanoseconds; the
