@@ -108,8 +108,9 @@ impl Model {
     /// `data_bytes / global_dict_divisor`: a dictionary larger than a
     /// sixteenth of the data it serves costs more than it saves),
     /// odd-numbered ones are held out: a strided part of them (at most
-    /// half) measures the ratio, and the rest train the codes and pick which dictionary bytes
-    /// are kept (those some match of theirs copies). Data that
+    /// half) measures the ratio, and the rest train the codes and pick
+    /// which dictionary bytes are kept (those some match of theirs
+    /// copies). Data that
     /// zstd cannot compress at all (see [`PROBE_RATIO`]) gets no
     /// dictionary: it would find nothing, and building and keeping it
     /// costs. Returns the model and its file bytes.
