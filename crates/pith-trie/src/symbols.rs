@@ -65,26 +65,56 @@ pub(crate) struct SymbolTable {
     pub(crate) mode: Mode,
     syms: Vec<u64>,
     lens: Vec<u8>,
-    /// The symbols by first byte, longest first: those starting with byte
-    /// `b` are `cands[bucket[b]..bucket[b + 1]]`, each its bytes (zero
-    /// past its length), the mask of its length, and its code and length,
-    /// side by side so the greedy parse reads one run of memory: encoding
-    /// took a fifth less time than with codes per byte in vectors of their
-    /// own and the symbols and lengths looked up by code (perf samples of
-    /// builds on Debian keys).
-    bucket: Vec<u16>,
+    /// The symbols of two bytes or more, by their first two bytes and
+    /// then longest first, each its bytes (zero past its length), the
+    /// mask of its length, and its code and length, side by side so the
+    /// greedy parse reads one run of memory.
     cands: Vec<Cand>,
+    /// Where each first two bytes' run of `cands` is: an open-addressing
+    /// table of [`PAIR_SLOTS`] slots (at most 255 runs, so at most half
+    /// full), a slot `prefix << 16 | start << 8 | len`, 0 when empty (a
+    /// run is never empty). The runs were by first byte once, scanned
+    /// longest first, a dozen symbols or more behind a common first byte;
+    /// by two bytes, whole trie builds took 4-25% less time for the same
+    /// bytes (best of 15: Debian keys 42.0 -> 39.2 ms, Debian URLs 28.4 ->
+    /// 21.1, this machine's file paths 326 -> 285).
+    pairs: Vec<u32>,
+    /// The code of the one-byte symbol of each byte, [`ESCAPE`] for none.
+    single: [u8; 256],
     /// Bytes of the training sample, and of its encoding: what
     /// [`SymbolTable::encoded_estimate`] scales by.
     sample: (usize, usize),
 }
 
+/// Slots of [`SymbolTable::pairs`].
+const PAIR_SLOTS: usize = 512;
+
+/// The slot a run of symbols starting with `prefix` (their first two
+/// bytes, little-endian) is looked for first.
+#[inline]
+fn pair_slot(prefix: u16) -> usize {
+    (u32::from(prefix).wrapping_mul(0x9E37_79B1) >> 23) as usize
+}
+
 impl SymbolTable {
     fn from_symbols(mode: Mode, symbols: &[(u64, u8)]) -> Self {
-        let mut order: Vec<usize> = (0..symbols.len()).collect();
-        // By first byte, then longest first (stable: among equal ones,
-        // the lower code first).
-        order.sort_by_key(|&c| (symbols[c].0 & 0xFF, std::cmp::Reverse(symbols[c].1)));
+        let mut single = [ESCAPE; 256];
+        let mut order: Vec<usize> = Vec::with_capacity(symbols.len());
+        // Codes below 255 only: the escape is no symbol.
+        for (c, &(sym, len)) in symbols.iter().enumerate().take(MAX_SYMBOLS) {
+            match len {
+                0 => {}
+                // The lower code of two equal ones, as the parse took it.
+                1 if single[(sym & 0xFF) as usize] == ESCAPE => {
+                    single[(sym & 0xFF) as usize] = c as u8;
+                }
+                1 => {}
+                _ => order.push(c),
+            }
+        }
+        // By first two bytes, then longest first (stable: among equal
+        // ones, the lower code first).
+        order.sort_by_key(|&c| (symbols[c].0 & 0xFFFF, std::cmp::Reverse(symbols[c].1)));
         let cands: Vec<Cand> = order
             .iter()
             .map(|&c| {
@@ -98,20 +128,44 @@ impl SymbolTable {
                 }
             })
             .collect();
-        let mut bucket = vec![0u16; 257];
-        for c in &cands {
-            bucket[(c.sym & 0xFF) as usize + 1] += 1;
-        }
-        for b in 0..256 {
-            bucket[b + 1] += bucket[b];
+        let mut pairs = vec![0u32; PAIR_SLOTS];
+        let mut start = 0;
+        for run in cands.chunk_by(|a, b| a.sym & 0xFFFF == b.sym & 0xFFFF) {
+            let prefix = (run[0].sym & 0xFFFF) as u16;
+            let mut i = pair_slot(prefix);
+            while pairs[i] != 0 {
+                i = (i + 1) % PAIR_SLOTS;
+            }
+            // At most 254 symbols of two bytes or more: both fit a byte.
+            pairs[i] = u32::from(prefix) << 16 | (start as u32) << 8 | run.len() as u32;
+            start += run.len();
         }
         SymbolTable {
             mode,
             syms: symbols.iter().map(|s| s.0).collect(),
             lens: symbols.iter().map(|s| s.1).collect(),
-            bucket,
             cands,
+            pairs,
+            single,
             sample: (1, 1),
+        }
+    }
+
+    /// The symbols of two bytes or more that start with `prefix`, longest
+    /// first.
+    #[inline]
+    fn run_of(&self, prefix: u16) -> &[Cand] {
+        let mut i = pair_slot(prefix);
+        loop {
+            let e = self.pairs[i];
+            if e == 0 {
+                return &[];
+            }
+            if (e >> 16) as u16 == prefix {
+                let (start, len) = ((e >> 8 & 0xFF) as usize, (e & 0xFF) as usize);
+                return self.cands.get(start..start + len).unwrap_or(&[]);
+            }
+            i = (i + 1) % PAIR_SLOTS;
         }
     }
 
@@ -128,18 +182,22 @@ impl SymbolTable {
         usize::try_from(scaled + scaled / 32).unwrap_or(usize::MAX / 2) + 64
     }
 
-    /// Greedy parse of `input` into codes: `Ok(code)` or `Err(literal)`.
+    /// Greedy parse of `input` (not empty) into codes: the longest
+    /// symbol it starts with and its length, or `None` and 1 (a literal).
     #[inline]
     fn next_code(&self, input: &[u8]) -> (Option<u8>, usize) {
         let word = le::u64_padded(input);
-        let b = input[0] as usize;
-        let (from, to) = (self.bucket[b] as usize, self.bucket[b + 1] as usize);
-        for c in self.cands.get(from..to).unwrap_or(&[]) {
-            if word & c.mask == c.sym && c.len as usize <= input.len() {
-                return (Some(c.code), c.len as usize);
+        if input.len() >= 2 {
+            for c in self.run_of(word as u16) {
+                if word & c.mask == c.sym && c.len as usize <= input.len() {
+                    return (Some(c.code), c.len as usize);
+                }
             }
         }
-        (None, 1)
+        match self.single[usize::from(input[0])] {
+            ESCAPE => (None, 1),
+            c => (Some(c), 1),
+        }
     }
 
     /// Appends the encoding of `input` to `out`.
@@ -472,7 +530,82 @@ mod tests {
         roundtrip(&labels);
     }
 
+    /// The greedy parse by definition: at each position the longest
+    /// symbol the rest starts with (the lowest code among equal ones),
+    /// else an escape.
+    fn greedy_by_scan(symbols: &[(u64, u8)], mut input: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        while !input.is_empty() {
+            let best = symbols
+                .iter()
+                .enumerate()
+                .filter(|(_, &(sym, len))| {
+                    let len = usize::from(len);
+                    len > 0 && len <= input.len() && sym.to_le_bytes()[..len] == input[..len]
+                })
+                .min_by_key(|(c, &(_, len))| (std::cmp::Reverse(len), *c));
+            match best {
+                Some((c, &(_, len))) => {
+                    out.push(c as u8);
+                    input = &input[usize::from(len)..];
+                }
+                None => {
+                    out.extend([ESCAPE, input[0]]);
+                    input = &input[1..];
+                }
+            }
+        }
+        out
+    }
+
+    fn symbol(bytes: &[u8]) -> (u64, u8) {
+        let mut w = [0u8; 8];
+        w[..bytes.len()].copy_from_slice(bytes);
+        (u64::from_le_bytes(w), bytes.len() as u8)
+    }
+
+    #[test]
+    fn runs_whose_prefixes_share_a_slot_are_both_found() {
+        // Two first-two-byte prefixes whose runs hash to the same slot.
+        let slot = pair_slot(u16::from_le_bytes(*b"ab"));
+        let other = (0..=u16::MAX)
+            .find(|&p| p != u16::from_le_bytes(*b"ab") && pair_slot(p) == slot)
+            .unwrap()
+            .to_le_bytes();
+        let symbols = [
+            symbol(b"ab"),
+            symbol(&[other[0], other[1], b'x']),
+            symbol(b"abcd"),
+            symbol(b"abc"),
+            symbol(b"a"),
+            symbol(&other),
+            symbol(b"abcd"),
+        ];
+        let table = SymbolTable::from_symbols(Mode::Symbols, &symbols);
+        let mut input = b"abcdabcaba".to_vec();
+        input.extend_from_slice(&other);
+        input.push(b'x');
+        input.extend_from_slice(&other);
+        input.push(b'z');
+        let mut code = Vec::new();
+        table.encode(&input, &mut code);
+        assert_eq!(code, [2, 3, 0, 4, 1, 5, ESCAPE, b'z']);
+        assert_eq!(code, greedy_by_scan(&symbols, &input));
+    }
+
     proptest! {
+        #[test]
+        fn encode_is_the_greedy_longest_match(
+            symbols in proptest::collection::vec(proptest::collection::vec(0u8..4, 1..9), 0..255),
+            input in proptest::collection::vec(0u8..5, 0..60),
+        ) {
+            let symbols: Vec<(u64, u8)> = symbols.iter().map(|s| symbol(s)).collect();
+            let table = SymbolTable::from_symbols(Mode::Symbols, &symbols);
+            let mut code = Vec::new();
+            table.encode(&input, &mut code);
+            prop_assert_eq!(code, greedy_by_scan(&symbols, &input));
+        }
+
         #[test]
         fn arbitrary_labels_roundtrip(labels in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..40), 1..60)) {
             roundtrip(&labels);
