@@ -569,8 +569,13 @@ impl Encoder {
     /// compressed as one zstd frame at `level` ([`STORE_DICT_LEVEL`] or
     /// [`MODEL_DICT_LEVEL`]).
     pub(crate) fn model_bytes(&self, level: i32) -> Result<Vec<u8>> {
+        Ok(self.model_bytes_with(&compress_dict(self.parser.dict(), level)?))
+    }
+
+    /// [`Encoder::model_bytes`] with the dictionary compressed already
+    /// (by [`compress_dict`], at the level the caller chose).
+    pub(crate) fn model_bytes_with(&self, packed: &[u8]) -> Vec<u8> {
         let dict = self.parser.dict();
-        let packed = compress_dict(dict, level)?;
         let mut out = Vec::with_capacity(packed.len() + 1024);
         let hot = self.hot.table();
         out.extend_from_slice(if hot.is_empty() { &MAGIC } else { &MAGIC_HOT });
@@ -590,8 +595,8 @@ impl Encoder {
         if !hot.is_empty() {
             hot.write(&mut out);
         }
-        out.extend_from_slice(&packed);
-        Ok(out)
+        out.extend_from_slice(packed);
+        out
     }
 }
 
@@ -626,7 +631,8 @@ pub(crate) const STORE_DICT_LEVEL: i32 = 16;
 /// 588 KB (zstd 1.5, this VM), so a second of ingest costs 55 KB once.
 pub(crate) const MODEL_DICT_LEVEL: i32 = 9;
 
-fn compress_dict(dict: &[u8], level: i32) -> Result<Vec<u8>> {
+/// `dict` as one zstd frame at `level`, the window its size.
+pub(crate) fn compress_dict(dict: &[u8], level: i32) -> Result<Vec<u8>> {
     let mut cctx = zstd_safe::CCtx::create();
     let window = (usize::BITS - dict.len().max(1 << 10).leading_zeros()).clamp(10, 30);
     for p in [
