@@ -88,15 +88,23 @@ fn op() -> impl Strategy<Value = Op> {
     ]
 }
 
-fn options(clock: &ManualClock) -> Options {
+/// `one_thread`: one background thread, so segment builds make their
+/// trie and store one after the other, where with more they overlap.
+fn options(clock: &ManualClock, one_thread: bool) -> Options {
+    let defaults = Options::default();
     Options {
+        background_threads: if one_thread {
+            1
+        } else {
+            defaults.background_threads.max(2)
+        },
         clock: Arc::new(clock.clone()),
         memtable_bytes: 1024,
         merge_trigger: 2,
         stall_segments: 10,
         // Small enough that the value cache evicts all the time.
         value_cache_bytes: 64 << 10,
-        ..Options::default()
+        ..defaults
     }
 }
 
@@ -133,7 +141,9 @@ fn check_seek(db_it: &mut pith::DbIterator, model: &Model, start: &[u8], steps: 
 fn run(ops: Vec<Op>) {
     let dir = tempfile::tempdir().expect("tempdir");
     let clock = ManualClock::new(T0);
-    let mut db = Some(DB::open(dir.path(), options(&clock)).expect("open"));
+    // Half the cases each way.
+    let one_thread = ops.len().is_multiple_of(2);
+    let mut db = Some(DB::open(dir.path(), options(&clock, one_thread)).expect("open"));
     let mut stored = Stored::new();
     let mut snaps: Vec<(pith::Snapshot, Stored)> = Vec::new();
     for op in ops {
@@ -241,7 +251,7 @@ fn run(ops: Vec<Op>) {
             Op::Reopen => {
                 snaps.clear();
                 db.take().expect("db").close().expect("close");
-                db = Some(DB::open(dir.path(), options(&clock)).expect("reopen"));
+                db = Some(DB::open(dir.path(), options(&clock, one_thread)).expect("reopen"));
             }
         }
     }
