@@ -5,8 +5,9 @@
 //! caller (memtable flush or merge). The builder walks the source several
 //! times (keys and tags once, then twice per value pass inside pith-zip's
 //! two-pass builder) and never holds all values: its memory is the trie
-//! builder's, 8 bytes of tag and 8 of hash per record, and pith-zip's
-//! bounded sample.
+//! builder's, 8 bytes of tag and 8 of hash per record, pith-zip's bounded
+//! sample, and with more than one thread up to `HELD_BYTES` of encoded
+//! values, held while the trie is built beside them (`TrieFirst`).
 //!
 //! A version's deadline, if it is a put with one, goes to the expiry
 //! section; a build with none writes a version 1 file, without it.
@@ -412,6 +413,7 @@ fn build(
                 w: &mut w,
                 trie: Some(scope.spawn(move || trie.finish())),
                 held: Vec::new(),
+                cap: HELD_BYTES.min(coding.zip.sample_bytes),
                 placed: None,
                 error: None,
             };
@@ -462,10 +464,12 @@ fn trie_error(e: pith_trie::Error) -> Error {
     Error::Internal(format!("segment build: {e}"))
 }
 
-/// The most encoded store bytes [`TrieFirst`] holds: then it waits for
-/// the trie. A flush's values encode at tens of MB/s, so the trie of a
-/// 64 MiB memtable (about 50 ms to build on Debian's keys) is done first;
-/// a merge copies records much faster and waits.
+/// The most encoded store bytes [`TrieFirst`] holds, and no more than a
+/// build's training sample may take (a quarter of its share of
+/// `Options::build_memory_bytes`): then it waits for the trie. A flush's
+/// values encode at tens of MB/s, so the trie of a 64 MiB memtable (about
+/// 50 ms to build on Debian's keys) is done first; a merge copies records
+/// much faster and waits.
 const HELD_BYTES: usize = 4 << 20;
 
 /// The store's writer while the trie is built on another thread: the
@@ -479,6 +483,8 @@ struct TrieFirst<'w, 's, W: Write> {
     /// The trie's build, until its bytes are written.
     trie: Option<std::thread::ScopedJoinHandle<'s, pith_trie::Result<pith_trie::AlignedBytes>>>,
     held: Vec<u8>,
+    /// The most bytes `held` takes.
+    cap: usize,
     /// Once the trie is written: its section, and where the store starts.
     placed: Option<(Section, u64)>,
     /// Why the trie was not built, when its build failed (the store's
@@ -515,7 +521,7 @@ impl<W: Write> TrieFirst<'_, '_, W> {
 impl<W: Write> Write for TrieFirst<'_, '_, W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         if let Some(build) = &self.trie {
-            if !build.is_finished() && self.held.len() + buf.len() <= HELD_BYTES {
+            if !build.is_finished() && self.held.len() + buf.len() <= self.cap {
                 self.held.extend_from_slice(buf);
                 return Ok(buf.len());
             }
@@ -625,6 +631,7 @@ mod tests {
                 w: &mut w,
                 trie: Some(build),
                 held: Vec::new(),
+                cap: HELD_BYTES,
                 placed: None,
                 error: None,
             };
@@ -679,6 +686,7 @@ mod tests {
                 w: &mut w,
                 trie: Some(scope.spawn(|| Err(pith_trie::Error::BadMagic))),
                 held: Vec::new(),
+                cap: HELD_BYTES,
                 placed: None,
                 error: None,
             };
