@@ -91,16 +91,21 @@ pub(crate) fn expire(versions: &mut [(u64, ValueRef)], now: u64) {
 /// only when the builder asks for it.
 pub(crate) struct MemSource<'a> {
     groups: Vec<MemGroup<'a>>,
+    /// Every group's versions, one run after another (a vector per group
+    /// was an allocation per key: 63,440 of them in a flush of Debian
+    /// records).
+    versions: Vec<(u64, ValueRef)>,
     entries: Vec<MemEntry<'a>>,
     /// The oldest live snapshot's sequence number, if any.
     oldest_snapshot: Option<u64>,
     bottommost: bool,
 }
 
-/// One key of a [`MemSource`] and the versions of it a build keeps.
+/// One key of a [`MemSource`] and where the versions of it a build keeps
+/// are in `versions`.
 struct MemGroup<'a> {
     key: &'a [u8],
-    versions: Vec<(u64, ValueRef)>,
+    versions: std::ops::Range<usize>,
 }
 
 impl<'a> MemSource<'a> {
@@ -108,40 +113,43 @@ impl<'a> MemSource<'a> {
     pub(crate) fn new(mem: &'a Memtable, snapshots: &[u64], bottommost: bool, now: u64) -> Self {
         let mut entries: Vec<MemEntry<'a>> = Vec::new();
         let mut groups: Vec<MemGroup<'a>> = Vec::new();
-        let mut pending: Option<MemGroup<'a>> = None;
-        let finish = |g: Option<MemGroup<'a>>, groups: &mut Vec<MemGroup<'a>>| {
-            if let Some(mut g) = g {
-                expire(&mut g.versions, now);
-                retain(&mut g.versions, snapshots, bottommost);
-                if !g.versions.is_empty() {
-                    groups.push(g);
+        let mut versions: Vec<(u64, ValueRef)> = Vec::new();
+        // The key being gathered and its versions so far.
+        let mut pending: Option<&'a [u8]> = None;
+        let mut gathered: Vec<(u64, ValueRef)> = Vec::new();
+        let mut finish = |key: Option<&'a [u8]>, gathered: &mut Vec<(u64, ValueRef)>| {
+            if let Some(key) = key {
+                expire(gathered, now);
+                retain(gathered, snapshots, bottommost);
+                if !gathered.is_empty() {
+                    let start = versions.len();
+                    versions.append(gathered);
+                    groups.push(MemGroup {
+                        key,
+                        versions: start..versions.len(),
+                    });
                 }
+                gathered.clear();
             }
         };
         for e in mem.versions() {
-            let v = (
+            if pending != Some(e.key()) {
+                finish(pending.replace(e.key()), &mut gathered);
+            }
+            gathered.push((
                 e.tag(),
                 ValueRef {
                     src: 0,
                     index: entries.len() as u64,
                     deadline: e.deadline(),
                 },
-            );
-            match pending.as_mut() {
-                Some(g) if g.key == e.key() => g.versions.push(v),
-                _ => {
-                    let next = MemGroup {
-                        key: e.key(),
-                        versions: vec![v],
-                    };
-                    finish(pending.replace(next), &mut groups);
-                }
-            }
+            ));
             entries.push(e);
         }
-        finish(pending, &mut groups);
+        finish(pending, &mut gathered);
         MemSource {
             groups,
+            versions,
             entries,
             oldest_snapshot: snapshots.first().copied(),
             bottommost,
@@ -154,7 +162,7 @@ impl GroupSource for MemSource<'_> {
         Box::new(self.groups.iter().map(|g| {
             Ok(Group {
                 key: Cow::Borrowed(g.key),
-                versions: Cow::Borrowed(&g.versions),
+                versions: Cow::Borrowed(&self.versions[g.versions.clone()]),
             })
         }))
     }
