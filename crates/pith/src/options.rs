@@ -99,9 +99,11 @@ pub struct Options {
     pub bulk_chunk_bytes: usize,
     /// Approximate memory one segment build (flush, merge or bulk-load
     /// chunk, beyond the chunk itself) may use; default `None`: the record
-    /// store's defaults, about 70 MiB for a large merge. A budget shrinks
-    /// the training sample to a quarter of it and the global dictionary to
-    /// a thirty-second (its hash chains take twelve times its size), at
+    /// store's defaults, about 70 MiB for a large merge, plus up to 4 MiB
+    /// of encoded values held while the segment's trie is built beside
+    /// them. A budget shrinks the training sample to a quarter of it, the
+    /// global dictionary to a thirty-second (its hash chains take twelve
+    /// times its size) and the values held to no more than the sample, at
     /// some cost in compression; for memory-limited deployments.
     pub build_memory_bytes: Option<usize>,
     /// The file system every file of the database goes through; default
