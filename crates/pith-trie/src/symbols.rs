@@ -559,9 +559,7 @@ mod tests {
     }
 
     fn symbol(bytes: &[u8]) -> (u64, u8) {
-        let mut w = [0u8; 8];
-        w[..bytes.len()].copy_from_slice(bytes);
-        (u64::from_le_bytes(w), bytes.len() as u8)
+        (le::u64_padded(bytes), bytes.len() as u8)
     }
 
     #[test]

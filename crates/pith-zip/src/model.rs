@@ -110,10 +110,10 @@ impl Model {
     /// odd-numbered ones are held out: a strided part of them (at most
     /// half) measures the ratio, and the rest train the codes and pick
     /// which dictionary bytes are kept (those some match of theirs
-    /// copies). Data that
-    /// zstd cannot compress at all (see [`PROBE_RATIO`]) gets no
-    /// dictionary: it would find nothing, and building and keeping it
-    /// costs. Returns the model and its file bytes.
+    /// copies). Data that zstd cannot compress at all (see
+    /// [`PROBE_RATIO`]) gets no dictionary: it would find nothing, and
+    /// building and keeping it costs. Returns the model and its file
+    /// bytes.
     pub fn train<R: AsRef<[u8]>>(
         id: u64,
         sample: &[R],

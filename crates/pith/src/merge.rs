@@ -114,7 +114,8 @@ impl<'a> MemSource<'a> {
         let mut entries: Vec<MemEntry<'a>> = Vec::new();
         let mut groups: Vec<MemGroup<'a>> = Vec::new();
         let mut versions: Vec<(u64, ValueRef)> = Vec::new();
-        // The key being gathered and its versions so far.
+        // The key being gathered and its versions so far (emptied into
+        // `versions` when the next key starts).
         let mut pending: Option<&'a [u8]> = None;
         let mut gathered: Vec<(u64, ValueRef)> = Vec::new();
         let mut finish = |key: Option<&'a [u8]>, gathered: &mut Vec<(u64, ValueRef)>| {
@@ -129,7 +130,6 @@ impl<'a> MemSource<'a> {
                         versions: start..versions.len(),
                     });
                 }
-                gathered.clear();
             }
         };
         for e in mem.versions() {

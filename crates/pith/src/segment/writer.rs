@@ -395,20 +395,15 @@ fn build(
         }
         built.map_err(zip_error)
     };
-    let built = if coding.threads <= 1 {
+    let (built, trie_section, store_at) = if coding.threads <= 1 {
         let trie_bytes = trie.finish().map_err(trie_error)?;
-        let at = w.begin();
-        w.write_all(trie_bytes.as_bytes()).map_err(io)?;
-        header.sections[TRIE] = w.end(at).map_err(io)?;
+        let (trie_section, store_at) = write_trie(&mut w, &trie_bytes).map_err(io)?;
         drop(trie_bytes);
-        let at = w.begin();
-        let built = store(&mut w)?;
-        header.sections[STORE] = w.end(at).map_err(io)?;
-        built
+        (store(&mut w)?, trie_section, store_at)
     } else {
         // The trie is built on a thread of its own while the values are
         // encoded (see `TrieFirst`).
-        std::thread::scope(|scope| -> Result<pith_zip::BuildStats> {
+        std::thread::scope(|scope| -> Result<_> {
             let mut out = TrieFirst {
                 w: &mut w,
                 trie: Some(scope.spawn(move || trie.finish())),
@@ -428,11 +423,11 @@ fn build(
             let (trie_section, store_at) = out
                 .placed
                 .ok_or_else(|| Error::Internal("segment build: the trie was not written".into()))?;
-            header.sections[TRIE] = trie_section;
-            header.sections[STORE] = w.end(store_at).map_err(io)?;
-            Ok(built)
+            Ok((built, trie_section, store_at))
         })?
     };
+    header.sections[TRIE] = trie_section;
+    header.sections[STORE] = w.end(store_at).map_err(io)?;
     if built.records != records {
         return Err(Error::Internal(format!(
             "segment build: the source yielded {} values for {records} versions",
@@ -458,6 +453,18 @@ fn build(
     file.write_at(0, &header.encode()).map_err(io)?;
     file.sync().map_err(io)?;
     Ok(Some(built))
+}
+
+/// Writes the trie's section and begins the store's, which follows it:
+/// returns the trie's section and where the store starts.
+fn write_trie<W: Write>(
+    w: &mut SectionWriter<W>,
+    trie: &pith_trie::AlignedBytes,
+) -> std::io::Result<(Section, u64)> {
+    let at = w.begin();
+    w.write_all(trie.as_bytes())?;
+    let section = w.end(at)?;
+    Ok((section, w.begin()))
 }
 
 fn trie_error(e: pith_trie::Error) -> Error {
@@ -507,13 +514,10 @@ impl<W: Write> TrieFirst<'_, '_, W> {
             }
             Err(panic) => std::panic::resume_unwind(panic),
         };
-        let at = self.w.begin();
-        self.w.write_all(bytes.as_bytes())?;
-        let trie = self.w.end(at)?;
+        let placed = write_trie(self.w, &bytes)?;
         drop(bytes);
-        let store_at = self.w.begin();
         self.w.write_all(&std::mem::take(&mut self.held))?;
-        self.placed = Some((trie, store_at));
+        self.placed = Some(placed);
         Ok(())
     }
 }
