@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 
-use crate::tests::{aligned, view};
+use crate::tests::{aligned, read_from_copy, view};
 use crate::{Codec, Error, Model, Options, SharedBuilder, Store, MODEL_HEADER_BYTES};
 
 fn packages(n: usize, salt: usize) -> Vec<Vec<u8>> {
@@ -37,12 +37,13 @@ fn build(model: &Arc<Model>, records: &[Vec<u8>]) -> Vec<u8> {
     out
 }
 
-fn check(store: &Store<'_>, records: &[Vec<u8>]) {
+fn check(store: &Store<'_>, bytes: &[u8], records: &[Vec<u8>]) {
     assert_eq!(store.len(), records.len() as u64);
     let mut out = vec![7];
     for (i, r) in records.iter().enumerate() {
         store.get(i as u64, &mut out).expect("get");
         assert_eq!(&out, r, "record {i}");
+        assert_eq!(&read_from_copy(store, bytes, i as u64), r, "record {i}");
     }
     store.verify().expect("verify");
 }
@@ -62,7 +63,7 @@ fn a_store_reads_back_with_its_model_and_only_with_it() {
     );
     let store = Store::open_with_model(b, Some(m.clone())).expect("open");
     assert_eq!(store.codec(), Codec::Shared);
-    check(&store, &records);
+    check(&store, &bytes, &records);
     assert!(
         matches!(Store::open(b), Err(Error::ModelRequired { model }) if model == m.reference())
     );
@@ -88,6 +89,7 @@ fn model_files_round_trip_and_every_flip_or_cut_is_refused() {
     let words = aligned(&bytes);
     check(
         &Store::open_with_model(view(&words, bytes.len()), Some(opened)).expect("open"),
+        &bytes,
         &records,
     );
     for i in (0..MODEL_HEADER_BYTES).chain((MODEL_HEADER_BYTES..file.len()).step_by(97)) {
@@ -177,6 +179,7 @@ fn incompressible_records_cost_their_size_plus_a_few_bytes() {
     let words = aligned(&bytes);
     check(
         &Store::open_with_model(view(&words, bytes.len()), Some(m)).expect("open"),
+        &bytes,
         &noise,
     );
 }
@@ -241,6 +244,7 @@ fn an_empty_sample_trains_a_model_that_still_round_trips() {
     let words = aligned(&bytes);
     check(
         &Store::open_with_model(view(&words, bytes.len()), Some(m)).expect("open"),
+        &bytes,
         &records,
     );
 }
@@ -272,7 +276,7 @@ proptest! {
         let bytes = build(&m, &records);
         let words = aligned(&bytes);
         let store = Store::open_with_model(view(&words, bytes.len()), Some(m)).unwrap();
-        check(&store, &records);
+        check(&store, &bytes, &records);
     }
 }
 
@@ -298,7 +302,7 @@ fn both_efforts_encode_with_one_model_and_share_its_index() {
         b.finish().expect("finish");
         let words = aligned(&out);
         let store = Store::open_with_model(view(&words, out.len()), Some(m.clone())).unwrap();
-        check(&store, &records);
+        check(&store, &out, &records);
         sizes.push(out.len());
     }
     let raw: usize = records.iter().map(Vec::len).sum();
@@ -329,7 +333,7 @@ fn incompressible_samples_get_no_dictionary() {
     let bytes = build(&m, &random[..500]);
     let words = aligned(&bytes);
     let store = Store::open_with_model(view(&words, bytes.len()), Some(m.clone())).expect("open");
-    check(&store, &random[..500]);
+    check(&store, &bytes, &random[..500]);
     let text = packages(20_000, 3);
     let (m, _) = model(2, &text);
     assert!(m.dict_bytes() > 0);
@@ -477,6 +481,7 @@ fn hot_tables_are_written_read_and_checked() {
     assert_eq!(build(&reopened, &records), bytes);
     check(
         &Store::open_with_model(view(&words, bytes.len()), Some(reopened)).expect("open"),
+        &bytes,
         &records,
     );
     let (_, plain) = model(8, &[]);
@@ -536,4 +541,46 @@ fn a_small_sample_still_trains_its_codes() {
         small.ratio(),
         large.ratio()
     );
+}
+
+#[test]
+fn a_read_from_bytes_that_are_not_the_records_range_is_an_error() {
+    let (m, _) = model(6, &packages(300, 0));
+    let records = packages(80, 3);
+    let bytes = build(&m, &records);
+    let words = aligned(&bytes);
+    let s = Store::open_with_model(view(&words, bytes.len()), Some(m.clone())).expect("open");
+    let mut out = Vec::new();
+    for id in [0, 17, 79] {
+        let range = s.stored_range(id);
+        let (lo, hi) = (range.start as usize, range.end as usize);
+        assert!(hi - lo > 2, "record {id}: {range:?}");
+        // A record of another checksum group (neighbours may share one).
+        let other = s.stored_range((id + 40) % 80);
+        assert_ne!(other, range);
+        let wrong: [&[u8]; 5] = [
+            &bytes[lo..hi - 1],
+            &bytes[lo + 1..hi],
+            &bytes[lo + 1..hi + 1],
+            &bytes[other.start as usize..other.end as usize],
+            &[],
+        ];
+        for (k, stored) in wrong.into_iter().enumerate() {
+            out.clear();
+            out.push(1);
+            let e = s.get_from(id, stored, &mut out).expect_err("wrong bytes");
+            assert!(matches!(e, Error::Corrupt { .. }), "case {k}: {e}");
+            assert!(
+                e.to_string().contains(&format!("record {id}")),
+                "case {k}: {e}"
+            );
+            assert!(out.is_empty() || out == [1], "case {k}: {out:?}");
+        }
+        s.get_from(id, &bytes[lo..hi], &mut out).expect("its range");
+        assert_eq!(out, records[id as usize]);
+    }
+    assert!(matches!(
+        s.get_from(80, &[], &mut out),
+        Err(Error::IdOutOfRange { .. })
+    ));
 }

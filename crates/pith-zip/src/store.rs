@@ -359,7 +359,9 @@ impl<'a> Store<'a> {
 
     /// Where record `id` is stored: its pool offset and stored bytes,
     /// once the checksum of its group (version 2) matched them.
-    fn extent(&self, id: u64) -> Result<(usize, &'a [u8])> {
+    /// Offsets are pool offsets; those outside `window` (a window read
+    /// for this record holds its group) are reported as corrupt.
+    fn extent<'w>(&self, id: u64, window: Window<'w>) -> Result<(usize, &'w [u8])> {
         if id >= self.footer.records {
             return Err(Error::IdOutOfRange {
                 id,
@@ -379,10 +381,8 @@ impl<'a> Store<'a> {
                 0 => (a as u64, b as u64),
                 _ => (self.offsets.get(first), self.offsets.get(end)),
             };
-            let (stored, computed) = (
-                sums.get(group),
-                crate::crc::crc32c(&self.pool[lo as usize..hi as usize]),
-            );
+            let group_bytes = window.slice(id, lo as usize, hi as usize)?;
+            let (stored, computed) = (sums.get(group), crate::crc::crc32c(group_bytes));
             if stored != computed {
                 // Corrupt, not ChecksumMismatch: it carries the offset (of
                 // the group: the bad bytes are somewhere in it), so callers
@@ -396,7 +396,7 @@ impl<'a> Store<'a> {
                 ));
             }
         }
-        Ok((a, &self.pool[a..b]))
+        Ok((a, window.slice(id, a, b)?))
     }
 
     /// The records a read of record `id` checks: its group's (version 2
@@ -464,10 +464,24 @@ impl<'a> Store<'a> {
 
     /// Replaces `out` with record `id`, decoding only that record.
     pub fn get(&self, id: u64, out: &mut Vec<u8>) -> Result<()> {
+        self.get_in(id, Window::whole(self.pool), out)
+    }
+
+    /// [`Store::get`] from `stored`, the bytes of this store's pool at
+    /// [`Store::stored_range`]`(id)` read by the caller (with `pread`,
+    /// say, where the pool's mapping would cost a page fault): checked and
+    /// decoded as `get` checks and decodes its own. Bytes that are not
+    /// that range fail its checksum or are reported as corrupt.
+    pub fn get_from(&self, id: u64, stored: &[u8], out: &mut Vec<u8>) -> Result<()> {
+        let at = self.stored_range(id).start as usize;
+        self.get_in(id, Window { bytes: stored, at }, out)
+    }
+
+    fn get_in(&self, id: u64, window: Window<'_>, out: &mut Vec<u8>) -> Result<()> {
         if let Decoder::Shared(model) = &self.decoder {
-            return self.get_shared(model, id, out);
+            return self.get_shared(model, id, window, out);
         }
-        let (a, stored) = self.extent(id)?;
+        let (a, stored) = self.extent(id, window)?;
         let (payload, crc) = if self.footer.record_crc() {
             let (p, c) = stored.split_at(stored.len() - 4);
             (p, le::u32_at(c, 0))
@@ -494,16 +508,26 @@ impl<'a> Store<'a> {
 
     /// Record `id` of a shared-model store taken apart: its pool offset,
     /// stored bytes and parts (header checked, payload not decoded).
-    fn framed(&self, id: u64) -> Result<(usize, &'a [u8], shared::Framed<'a>)> {
-        let (at, stored) = self.extent(id)?;
+    fn framed<'w>(
+        &self,
+        id: u64,
+        window: Window<'w>,
+    ) -> Result<(usize, &'w [u8], shared::Framed<'w>)> {
+        let (at, stored) = self.extent(id, window)?;
         let r = shared::unframe(stored, self.footer.record_crc(), self.footer.max_record)
             .map_err(|detail| corrupt_record(id, at, detail))?;
         Ok((at, stored, r))
     }
 
     /// Record `id` of a shared-model store.
-    fn get_shared(&self, model: &Model, id: u64, out: &mut Vec<u8>) -> Result<()> {
-        let (at, _, r) = self.framed(id)?;
+    fn get_shared(
+        &self,
+        model: &Model,
+        id: u64,
+        window: Window<'_>,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        let (at, _, r) = self.framed(id, window)?;
         let corrupt = |detail: String| corrupt_record(id, at, detail);
         if r.plain {
             out.clear();
@@ -545,7 +569,7 @@ impl<'a> Store<'a> {
         if self.sums.is_none() {
             return Ok(None);
         }
-        let (_, bytes, r) = self.framed(id)?;
+        let (_, bytes, r) = self.framed(id, Window::whole(self.pool))?;
         Ok(Some(Encoded {
             bytes,
             raw_len: r.len,
@@ -629,4 +653,36 @@ fn check_crc(id: u64, at: usize, crc: Option<u32>, out: &mut Vec<u8>) -> Result<
         }
     }
     Ok(())
+}
+
+/// Bytes of a store's pool from pool offset `at` on: the whole pool, or
+/// the part a caller read for one record.
+#[derive(Clone, Copy)]
+struct Window<'w> {
+    bytes: &'w [u8],
+    at: usize,
+}
+
+impl<'w> Window<'w> {
+    fn whole(pool: &'w [u8]) -> Self {
+        Window { bytes: pool, at: 0 }
+    }
+
+    /// Pool bytes `lo..hi`, which a read of record `id` needs.
+    fn slice(&self, id: u64, lo: usize, hi: usize) -> Result<&'w [u8]> {
+        lo.checked_sub(self.at)
+            .zip(hi.checked_sub(self.at))
+            .and_then(|(a, b)| self.bytes.get(a..b))
+            .ok_or_else(|| {
+                corrupt_record(
+                    id,
+                    lo,
+                    format!(
+                        "pool bytes {lo}..{hi} are outside the {} bytes read at {}",
+                        self.bytes.len(),
+                        self.at
+                    ),
+                )
+            })
+    }
 }

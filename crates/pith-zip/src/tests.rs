@@ -33,6 +33,11 @@ fn roundtrip_with(records: &[Vec<u8>], options: &Options) -> Codec {
     for (i, r) in records.iter().enumerate() {
         store.get(i as u64, &mut out).unwrap();
         assert_eq!(&out, r, "record {i}");
+        assert_eq!(
+            &read_from_copy(&store, bytes.as_slice(), i as u64),
+            r,
+            "record {i}"
+        );
     }
     assert!(matches!(
         store.get(records.len() as u64, &mut out),
@@ -49,6 +54,16 @@ fn roundtrip_with(records: &[Vec<u8>], options: &Options) -> Codec {
     assert_eq!(seen, records.len());
     store.verify().unwrap();
     store.codec()
+}
+
+/// Record `id` read as a caller reading the file would: its stored range
+/// copied out of `bytes` (the store's), then [`Store::get_from`].
+pub(crate) fn read_from_copy(store: &Store<'_>, bytes: &[u8], id: u64) -> Vec<u8> {
+    let range = store.stored_range(id);
+    let copy = bytes[range.start as usize..range.end as usize].to_vec();
+    let mut out = vec![5];
+    store.get_from(id, &copy, &mut out).expect("get_from");
+    out
 }
 
 const ALL: [CodecChoice; 4] = [

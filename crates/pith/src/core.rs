@@ -442,6 +442,7 @@ impl Inner {
                     number,
                     &lookup,
                     self.options.resident_index,
+                    self.options.value_reads,
                     self.value_cache.clone(),
                 )
             });

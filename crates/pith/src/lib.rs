@@ -162,5 +162,5 @@ pub use pith_zip::{Codec, CodecChoice, Effort};
 pub use records::Records;
 pub use recovery::RecoveryReport;
 pub use search::{Search, SearchKeys};
-pub use segment::SegmentInfo;
+pub use segment::{SegmentInfo, ValueReads};
 pub use value_cache::ValueCacheStats;

@@ -12,6 +12,7 @@ use pith_zip::{Codec, CodecChoice, Options as ZipOptions};
 
 use crate::clock::Clock;
 use crate::env::Fs;
+use crate::segment::ValueReads;
 
 /// Options for [`crate::DB::open`].
 #[derive(Clone, Debug)]
@@ -89,6 +90,11 @@ pub struct Options {
     /// memtables are not cached (they are not encoded). `DB::stats`
     /// reports its hits and misses.
     pub value_cache_bytes: usize,
+    /// How a point read ([`crate::DB::get`] and its kin) reads its value's
+    /// stored bytes from a segment file on a value cache miss; default
+    /// [`ValueReads::Mapped`]. Scans and merges read through the mapping
+    /// either way.
+    pub value_reads: ValueReads,
     /// Bits per key of each segment's Bloom filter (0: none); default 10,
     /// about 1% false positives. A segment whose keys are dense integers
     /// (its trie is `pith_trie`'s version 4) gets none: its trie answers a
@@ -228,6 +234,7 @@ impl Default for Options {
             background_nice: 0,
             resident_index: true,
             value_cache_bytes: 8 << 20,
+            value_reads: ValueReads::Mapped,
             bloom_bits_per_key: 10,
             bulk_chunk_bytes: 256 << 20,
             build_memory_bytes: None,

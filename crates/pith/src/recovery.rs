@@ -360,6 +360,7 @@ fn load_view(
             e.number,
             &lookup,
             options.resident_index,
+            options.value_reads,
             cache.clone(),
         )?;
         let tree = trees.iter_mut().find(|t| t.id == e.family);

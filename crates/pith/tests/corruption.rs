@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use pith::{Error, Options, DB};
+use pith::{Error, Options, ValueReads, DB};
 
 fn options() -> Options {
     Options {
@@ -222,8 +222,12 @@ fn a_store_of_a_newer_version_is_refused_by_version() {
 /// Flips one byte at a time at 39 places spread over the first segment's
 /// record store of the pristine database; for each flip after which the
 /// database still opens, calls `check(db, model, segment path, store byte
-/// range)`. Restores the file at the end.
-fn with_store_flips(mut check: impl FnMut(&DB, &Model, &Path, std::ops::Range<u64>)) {
+/// range)`, the database opened with `options`. Restores the file at
+/// the end.
+fn with_store_flips(
+    options: &Options,
+    mut check: impl FnMut(&DB, &Model, &Path, std::ops::Range<u64>),
+) {
     let (base, model, _) = pristine();
     let seg = files(base.path(), "seg")[0].clone();
     let pristine_bytes = std::fs::read(&seg).expect("read");
@@ -236,7 +240,7 @@ fn with_store_flips(mut check: impl FnMut(&DB, &Model, &Path, std::ops::Range<u6
         let mut bytes = pristine_bytes.clone();
         bytes[at] ^= 0x20;
         std::fs::write(&seg, &bytes).expect("write");
-        if let Ok(db) = DB::open(base.path(), options()) {
+        if let Ok(db) = DB::open(base.path(), options.clone()) {
             check(&db, &model, &seg, store..store + store_len);
         }
     }
@@ -245,11 +249,22 @@ fn with_store_flips(mut check: impl FnMut(&DB, &Model, &Path, std::ops::Range<u6
 
 /// A damaged record is reported at the record: the segment file and an
 /// offset inside its record store past the section's start, not just the
-/// section.
+/// section; whether its bytes are read through the mapping or with
+/// `pread`.
 #[test]
 fn a_bad_record_names_its_file_and_offset() {
+    for value_reads in [ValueReads::Mapped, ValueReads::Pread] {
+        a_bad_record_is_reported(value_reads);
+    }
+}
+
+fn a_bad_record_is_reported(value_reads: ValueReads) {
     let mut reported = 0;
-    with_store_flips(|db, model, seg, store| {
+    let options = Options {
+        value_reads,
+        ..options()
+    };
+    with_store_flips(&options, |db, model, seg, store| {
         for k in model.keys() {
             match db.get(k) {
                 Err(Error::Corruption { path, offset, .. }) => {
@@ -264,7 +279,7 @@ fn a_bad_record_names_its_file_and_offset() {
     });
     assert!(
         reported > 0,
-        "no damaged record was reported at its own offset"
+        "{value_reads:?}: no damaged record was reported at its own offset"
     );
 }
 
@@ -273,7 +288,7 @@ fn a_bad_record_names_its_file_and_offset() {
 #[test]
 fn a_keys_only_scan_decodes_no_value() {
     let mut checked = 0;
-    with_store_flips(|db, model, _, _| {
+    with_store_flips(&options(), |db, model, _, _| {
         let values = db.range(None, None).collect::<Result<Vec<_>, _>>();
         let Err(e) = values else {
             return;

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use std::sync::Arc;
 
-use pith::{Clock, ManualClock, Options, WriteBatch, WriteOptions, DB};
+use pith::{Clock, ManualClock, Options, ValueReads, WriteBatch, WriteOptions, DB};
 use proptest::prelude::*;
 
 /// What reads must show: the live keys and values.
@@ -90,9 +90,11 @@ fn op() -> impl Strategy<Value = Op> {
 
 /// `one_thread`: one background thread, so segment builds make their
 /// trie and store one after the other, where with more they overlap.
-fn options(clock: &ManualClock, one_thread: bool) -> Options {
+/// `value_reads`: how point reads read stored values.
+fn options(clock: &ManualClock, one_thread: bool, value_reads: ValueReads) -> Options {
     let defaults = Options::default();
     Options {
+        value_reads,
         background_threads: if one_thread {
             1
         } else {
@@ -141,9 +143,15 @@ fn check_seek(db_it: &mut pith::DbIterator, model: &Model, start: &[u8], steps: 
 fn run(ops: Vec<Op>) {
     let dir = tempfile::tempdir().expect("tempdir");
     let clock = ManualClock::new(T0);
-    // Half the cases each way.
+    // Half the cases each way, and half of each half with values read
+    // through the mapping, half with `pread`.
     let one_thread = ops.len().is_multiple_of(2);
-    let mut db = Some(DB::open(dir.path(), options(&clock, one_thread)).expect("open"));
+    let value_reads = match (ops.len() / 2).is_multiple_of(2) {
+        true => ValueReads::Mapped,
+        false => ValueReads::Pread,
+    };
+    let options = || options(&clock, one_thread, value_reads);
+    let mut db = Some(DB::open(dir.path(), options()).expect("open"));
     let mut stored = Stored::new();
     let mut snaps: Vec<(pith::Snapshot, Stored)> = Vec::new();
     for op in ops {
@@ -251,7 +259,7 @@ fn run(ops: Vec<Op>) {
             Op::Reopen => {
                 snaps.clear();
                 db.take().expect("db").close().expect("close");
-                db = Some(DB::open(dir.path(), options(&clock, one_thread)).expect("reopen"));
+                db = Some(DB::open(dir.path(), options()).expect("reopen"));
             }
         }
     }

@@ -52,7 +52,9 @@
 //! writes at an offset are handled, and `FaultFs` can fail any call by
 //! index (SQLite's discipline) as well as by kind and name. Reads of segment
 //! files go through [`Fs::map`] once at open and then touch no file system
-//! call, so the read path costs what it did before the seam.
+//! call, so the read path costs what it did before the seam (point reads
+//! under `Options::value_reads` `pread` the file the mapping holds:
+//! `FileBytes::read_at`).
 //!
 //! # Errors
 //!
@@ -130,7 +132,7 @@ pub trait FileLock: Send + Sync {}
 pub struct FileBytes(Bytes);
 
 enum Bytes {
-    Mapped(memmap2::Mmap),
+    Mapped(memmap2::Mmap, std::fs::File),
     Heap(Arc<[u8]>),
 }
 
@@ -143,8 +145,35 @@ impl FileBytes {
     /// A file's mapping. It must be a shared, read-only mapping
     /// (`Mmap::map`) of a file nobody changes while it is open:
     /// [`FileBytes::forget`] relies on that.
-    pub(crate) fn mapped(map: memmap2::Mmap) -> Self {
-        FileBytes(Bytes::Mapped(map))
+    pub(crate) fn mapped(map: memmap2::Mmap, file: std::fs::File) -> Self {
+        FileBytes(Bytes::Mapped(map, file))
+    }
+
+    /// Replaces `buf` with the bytes at `range`: read from the file
+    /// (`pread`) when mapped, so the pages come into the page cache
+    /// without entering this process's mapping; copied otherwise.
+    pub(crate) fn read_at(
+        &self,
+        range: std::ops::Range<usize>,
+        buf: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        buf.clear();
+        let len = range.end.saturating_sub(range.start);
+        match &self.0 {
+            #[cfg(unix)]
+            Bytes::Mapped(_, file) => {
+                use std::os::unix::fs::FileExt;
+                buf.resize(len, 0);
+                file.read_exact_at(buf, range.start as u64)
+            }
+            _ => {
+                let bytes = self
+                    .get(range)
+                    .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))?;
+                buf.extend_from_slice(bytes);
+                Ok(())
+            }
+        }
     }
 
     /// Takes the whole pages inside `range` out of this process's resident
@@ -167,7 +196,7 @@ impl FileBytes {
         };
         let (start, end) = (range.start.next_multiple_of(PAGE), range.end / PAGE * PAGE);
         #[cfg(unix)]
-        if let (Bytes::Mapped(map), true) = (&self.0, start < end && end <= self.len()) {
+        if let (Bytes::Mapped(map, _), true) = (&self.0, start < end && end <= self.len()) {
             // SAFETY: `FileBytes::mapped` takes only shared, read-only
             // mappings of files nobody writes while they are open (segment
             // files are immutable), so `MADV_DONTNEED` only drops
@@ -196,7 +225,7 @@ impl FileBytes {
         const PIECE: usize = 128 << 10;
         let end = range.end.min(self.len());
         #[cfg(unix)]
-        if let Bytes::Mapped(map) = &self.0 {
+        if let Bytes::Mapped(map, _) = &self.0 {
             // memmap2 rounds each start down to its page.
             let mut at = range.start;
             while at < end {
@@ -215,7 +244,7 @@ impl Deref for FileBytes {
 
     fn deref(&self) -> &[u8] {
         match &self.0 {
-            Bytes::Mapped(m) => m,
+            Bytes::Mapped(m, _) => m,
             Bytes::Heap(h) => h,
         }
     }

@@ -2,7 +2,8 @@
 //!
 //! `sync` is `fdatasync` (the file's data and length; its metadata such as
 //! times are not needed for recovery), `sync_dir` is `fsync` of the
-//! directory, `map` is a read-only `mmap` advised for random access, and
+//! directory, `map` is a read-only `mmap` advised for random access (the
+//! file it keeps open for `pread`s too, on Linux), and
 //! `lock` is `flock` through `File::try_lock`.
 //!
 //! A mapped file must not be truncated by another process while mapped:
@@ -85,7 +86,16 @@ impl Fs for RealFs {
             // Advice only: a failure changes speed, never results.
             let _ = map.advise(memmap2::Advice::Random);
         }
-        Ok(FileBytes::mapped(map))
+        #[cfg(target_os = "linux")]
+        {
+            // The same for reads of the file (`Options::value_reads`):
+            // no read-ahead around a `pread`. Advice only, as above.
+            use std::os::fd::AsRawFd;
+            // SAFETY: `posix_fadvise` only reads its integer arguments;
+            // the descriptor is open (owned by `file`) for the call.
+            let _ = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
+        }
+        Ok(FileBytes::mapped(map, file))
     }
 
     fn len(&self, path: &Path) -> io::Result<u64> {
