@@ -5,7 +5,7 @@ are accepted wherever a key or value is taken. Reads return ``bytes``.
 """
 
 import os
-from typing import Any, Dict, Iterable, Iterator as _Iterator, List, Optional, Tuple, TypeVar, Union, final, overload
+from typing import Any, Dict, Iterable, Iterator as _Iterator, List, Literal, Optional, Tuple, TypeVar, Union, final, overload
 
 __version__: str
 __all__ = [
@@ -193,6 +193,7 @@ class DB(_Reader):
         shared_models: Optional[bool] = None,
         resident_index: Optional[bool] = None,
         value_cache_bytes: Optional[int] = None,
+        value_reads: Optional[Literal["mapped", "pread"]] = None,
         bulk_chunk_bytes: Optional[int] = None,
         build_memory_bytes: Optional[int] = None,
     ) -> "DB": ...

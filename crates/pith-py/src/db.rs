@@ -13,13 +13,13 @@ use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use engine::{Options, WriteBatch, WriteOptions, DB};
+use engine::{Options, ValueReads, WriteBatch, WriteOptions, DB};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyIterator, PyTuple};
 
 use crate::batch::PyBatch;
 use crate::convert::{bin_arg, opt_bin_arg, pattern_arg, Bin, Expiry};
-use crate::errors::Failure;
+use crate::errors::{invalid, Failure};
 use crate::handle::{Handle, IN_FEED};
 use crate::iter::{PyIter, PySearch};
 use crate::raw_iter::PyRawIter;
@@ -72,7 +72,9 @@ pub(crate) fn put_in(
 /// segments), ``background_threads``,
 /// ``bloom_bits_per_key``, ``shared_models``, ``resident_index``,
 /// ``value_cache_bytes`` (decoded values kept for reads; 0: none),
-/// ``bulk_chunk_bytes``, ``build_memory_bytes``.
+/// ``value_reads`` (``"mapped"``, the default, or ``"pread"``: how point
+/// reads read stored values; ``"pread"`` when the data is larger than the
+/// memory), ``bulk_chunk_bytes``, ``build_memory_bytes``.
 #[pyclass(module = "pith", name = "DB", frozen)]
 pub(crate) struct PyDB {
     handle: Arc<Handle>,
@@ -97,6 +99,7 @@ impl PyDB {
         shared_models = None,
         resident_index = None,
         value_cache_bytes = None,
+        value_reads = None,
         bulk_chunk_bytes = None,
         build_memory_bytes = None,
     ))]
@@ -117,6 +120,7 @@ impl PyDB {
         shared_models: Option<bool>,
         resident_index: Option<bool>,
         value_cache_bytes: Option<usize>,
+        value_reads: Option<&str>,
         bulk_chunk_bytes: Option<usize>,
         build_memory_bytes: Option<usize>,
     ) -> PyResult<PyDB> {
@@ -154,6 +158,18 @@ impl PyDB {
         }
         if let Some(v) = value_cache_bytes {
             o.value_cache_bytes = v;
+        }
+        if let Some(v) = value_reads {
+            o.value_reads = match v {
+                "mapped" => ValueReads::Mapped,
+                "pread" => ValueReads::Pread,
+                _ => {
+                    return Err(invalid(
+                        py,
+                        format!("value_reads must be \"mapped\" or \"pread\", not {v:?}"),
+                    ))
+                }
+            };
         }
         if let Some(v) = bulk_chunk_bytes {
             o.bulk_chunk_bytes = v;

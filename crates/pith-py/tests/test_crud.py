@@ -105,6 +105,7 @@ def test_options_and_properties(path):
         shared_models=False,
         resident_index=False,
         value_cache_bytes=0,
+        value_reads="pread",
         background_threads=1,
         merge_trigger=2,
         max_merge_width=4,
@@ -118,9 +119,13 @@ def test_options_and_properties(path):
         assert not db.closed
         assert repr(db) == f"<pith.DB {path}>"
         db[b"k"] = b"v"
+        db.flush()
+        assert db[b"k"] == b"v"  # read from a segment, with pread
     assert repr(db) == f"<pith.DB {path} (closed)>"
     with pytest.raises(pith.InvalidArgumentError, match="merge_trigger"):
         pith.DB(path, merge_trigger=0)
+    with pytest.raises(pith.InvalidArgumentError, match="value_reads"):
+        pith.DB(path, value_reads="mmap")
     assert isinstance(pith.DB.__init__, object)
     with pytest.raises(TypeError):
         pith.DB(path, True)  # options are keyword-only
