@@ -61,6 +61,10 @@ pub struct ServeArgs {
     /// the serving threads', a nice increment 0-19 (default 10).
     #[arg(long = "pith-background-nice")]
     pith_background_nice: Option<String>,
+    /// How point reads read stored values: mapped (default) or pread (for
+    /// data larger than the memory).
+    #[arg(long = "pith-value-reads")]
+    pith_value_reads: Option<String>,
     /// Threads that serve connections (default 1; see docs/server.md).
     #[arg(long = "io-threads")]
     io_threads: Option<String>,
@@ -96,6 +100,7 @@ pub fn serve(args: &ServeArgs) -> Result<(), CliError> {
         ("pith-build-memory", &args.pith_build_memory),
         ("pith-malloc-arenas", &args.pith_malloc_arenas),
         ("pith-background-nice", &args.pith_background_nice),
+        ("pith-value-reads", &args.pith_value_reads),
         ("io-threads", &args.io_threads),
         ("tls-port", &tls_port),
         ("tls-cert-file", &args.tls_cert_file),

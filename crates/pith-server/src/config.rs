@@ -79,6 +79,11 @@ pub struct Config {
     /// (`pith-background-nice`, 0-19; default 10): the serving threads
     /// run first when the cores are busy, and encoding takes what is left.
     pub background_nice: u8,
+    /// How the engine's point reads read stored values
+    /// (`pith-value-reads`, `mapped` or `pread`; default `mapped`):
+    /// `pread` when the data is larger than the memory
+    /// (`pith::ValueReads`).
+    pub value_reads: pith::ValueReads,
     /// Threads that serve connections (`io-threads`, as in Redis; 1-128;
     /// default 1, as in Redis). With one, the log records of the writes of
     /// every connection served in a turn go to the log in one system call
@@ -115,6 +120,7 @@ impl Default for Config {
             build_memory_bytes: 0,
             malloc_arenas: 0,
             background_nice: 10,
+            value_reads: pith::ValueReads::Mapped,
             io_threads: 1,
             tls_port: 0,
             tls_cert_file: None,
@@ -138,6 +144,7 @@ pub const NAMES: &[&str] = &[
     "pith-build-memory",
     "pith-malloc-arenas",
     "pith-background-nice",
+    "pith-value-reads",
     "io-threads",
     "save",
     "appendonly",
@@ -157,6 +164,7 @@ const AT_START_ONLY: &[&str] = &[
     "pith-build-memory",
     "pith-malloc-arenas",
     "pith-background-nice",
+    "pith-value-reads",
     "io-threads",
 ];
 
@@ -197,6 +205,7 @@ impl Config {
             memtable_bytes: self.memtable_bytes,
             build_memory_bytes: (self.build_memory_bytes > 0).then_some(self.build_memory_bytes),
             background_nice: self.background_nice,
+            value_reads: self.value_reads,
             ..pith::Options::default()
         }
     }
@@ -252,6 +261,17 @@ impl Config {
                 n @ 0..=19 => self.background_nice = n as u8,
                 n => return Err(format!("pith-background-nice is {n}; it must be 0-19")),
             },
+            "pith-value-reads" => {
+                self.value_reads = match value.to_ascii_lowercase().as_str() {
+                    "mapped" => pith::ValueReads::Mapped,
+                    "pread" => pith::ValueReads::Pread,
+                    _ => {
+                        return Err(format!(
+                            "pith-value-reads is '{value}'; it must be mapped or pread"
+                        ))
+                    }
+                }
+            }
             "io-threads" => match number(value)? {
                 n @ 1..=128 => self.io_threads = n as usize,
                 n => return Err(format!("io-threads must be 1 to 128, not {n}")),
@@ -292,6 +312,10 @@ impl Config {
             "pith-build-memory" => self.build_memory_bytes.to_string(),
             "pith-malloc-arenas" => self.malloc_arenas.to_string(),
             "pith-background-nice" => self.background_nice.to_string(),
+            "pith-value-reads" => match self.value_reads {
+                pith::ValueReads::Mapped => "mapped".into(),
+                pith::ValueReads::Pread => "pread".into(),
+            },
             "io-threads" => self.io_threads.to_string(),
             "save" => String::new(),
             "appendonly" => "yes".into(),
@@ -367,6 +391,23 @@ mod tests {
         }
         assert_eq!(c.io_threads, 3);
         assert!(c.set_live("io-threads", "2").is_err());
+    }
+
+    #[test]
+    fn value_reads_reach_the_engine() {
+        let mut c = Config::default();
+        assert_eq!(c.engine_options().value_reads, pith::ValueReads::Mapped);
+        assert_eq!(c.get("pith-value-reads").as_deref(), Some("mapped"));
+        c.set("pith-value-reads", "PREAD").expect("pread");
+        assert_eq!(c.engine_options().value_reads, pith::ValueReads::Pread);
+        assert_eq!(c.get("pith-value-reads").as_deref(), Some("pread"));
+        let e = c.set("pith-value-reads", "mmap").expect_err("mmap");
+        assert!(e.contains("mapped or pread"), "{e}");
+        assert_eq!(c.engine_options().value_reads, pith::ValueReads::Pread);
+        assert!(
+            c.set_live("pith-value-reads", "mapped").is_err(),
+            "fixed at start"
+        );
     }
 
     #[test]
