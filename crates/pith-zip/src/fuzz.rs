@@ -1,5 +1,6 @@
 //! Entry point shared by the cargo-fuzz target and the in-tree smoke test:
-//! open arbitrary bytes as a store and read from it. Must never panic.
+//! open arbitrary bytes as a store and read from it. Must never panic,
+//! and a record read from a copy of its bytes must read as from the store.
 
 use crate::Store;
 
@@ -50,10 +51,25 @@ fn open_and_read(data: &[u8]) {
     let Ok(store) = Store::open(bytes) else {
         return;
     };
-    let mut out = Vec::new();
+    let (mut out, mut copied) = (Vec::new(), Vec::new());
     let n = store.len();
     for id in [0, 1, n / 2, n.saturating_sub(1), n] {
-        let _ = store.get(id, &mut out);
+        let got = store.get(id, &mut out);
+        // A read from a copy of the record's bytes (as a reader that
+        // `pread`s them does) agrees with the read from the store's own.
+        let range = store.stored_range(id);
+        let stored = bytes
+            .get(range.start as usize..range.end as usize)
+            .unwrap_or(&[]);
+        let from_copy = store.get_from(id, stored, &mut copied);
+        assert_eq!(
+            got.is_ok(),
+            from_copy.is_ok(),
+            "record {id}: {got:?} {from_copy:?}"
+        );
+        if got.is_ok() {
+            assert_eq!(out, copied, "record {id}");
+        }
     }
     let _ = store.verify();
 }
