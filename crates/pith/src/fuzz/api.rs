@@ -137,9 +137,13 @@ pub fn small_options(fs: Arc<dyn crate::env::Fs>) -> Options {
 }
 
 /// Options under which the first model is trained from the live memtable
-/// (at 16 KiB of a 64 KiB memtable) while writes go on.
+/// (at 16 KiB of a 64 KiB memtable) while writes go on; point reads read
+/// stored values as `pread` would (`ValueReads::Pread`: a copy of each
+/// record's bytes, from `MemFs`), where the other options read them in
+/// place.
 pub fn early_training_options(fs: Arc<dyn crate::env::Fs>) -> Options {
     Options {
+        value_reads: crate::ValueReads::Pread,
         memtable_bytes: 64 << 10,
         merge_zip: pith_zip::Options {
             sample_bytes: 16 << 10,
