@@ -132,7 +132,9 @@ pub trait FileLock: Send + Sync {}
 pub struct FileBytes(Bytes);
 
 enum Bytes {
-    Mapped(memmap2::Mmap, std::fs::File),
+    /// A mapping and, until [`FileBytes::close_file`], its file (for
+    /// [`FileBytes::read_at`]).
+    Mapped(memmap2::Mmap, Option<std::fs::File>),
     Heap(Arc<[u8]>),
 }
 
@@ -146,12 +148,21 @@ impl FileBytes {
     /// (`Mmap::map`) of a file nobody changes while it is open:
     /// [`FileBytes::forget`] relies on that.
     pub(crate) fn mapped(map: memmap2::Mmap, file: std::fs::File) -> Self {
-        FileBytes(Bytes::Mapped(map, file))
+        FileBytes(Bytes::Mapped(map, Some(file)))
+    }
+
+    /// Closes a mapping's file, for bytes only ever read in place: the
+    /// mapping stays, and an open segment holds no file descriptor.
+    pub(crate) fn close_file(&mut self) {
+        if let Bytes::Mapped(_, file) = &mut self.0 {
+            *file = None;
+        }
     }
 
     /// Replaces `buf` with the bytes at `range`: read from the file
-    /// (`pread`) when mapped, so the pages come into the page cache
-    /// without entering this process's mapping; copied otherwise.
+    /// (`pread`) when mapped with its file open, so the pages come into
+    /// the page cache without entering this process's mapping; copied
+    /// otherwise.
     pub(crate) fn read_at(
         &self,
         range: std::ops::Range<usize>,
@@ -161,7 +172,7 @@ impl FileBytes {
         let len = range.end.saturating_sub(range.start);
         match &self.0 {
             #[cfg(unix)]
-            Bytes::Mapped(_, file) => {
+            Bytes::Mapped(_, Some(file)) => {
                 use std::os::unix::fs::FileExt;
                 buf.resize(len, 0);
                 file.read_exact_at(buf, range.start as u64)

@@ -2,8 +2,9 @@
 //!
 //! `sync` is `fdatasync` (the file's data and length; its metadata such as
 //! times are not needed for recovery), `sync_dir` is `fsync` of the
-//! directory, `map` is a read-only `mmap` advised for random access (the
-//! file it keeps open for `pread`s too, on Linux), and
+//! directory, `map` is a read-only `mmap` advised for random access, with
+//! its file kept open (for `pread`s: `Options::value_reads`) and advised so
+//! too on Linux, and
 //! `lock` is `flock` through `File::try_lock`.
 //!
 //! A mapped file must not be truncated by another process while mapped:

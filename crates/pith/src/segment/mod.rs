@@ -212,7 +212,10 @@ impl Segment {
         value_reads: ValueReads,
         cache: Option<Arc<ValueCache>>,
     ) -> Result<Segment> {
-        let map = fs.map(path).map_err(|e| Error::io(path, e))?;
+        let mut map = fs.map(path).map_err(|e| Error::io(path, e))?;
+        if value_reads == ValueReads::Mapped {
+            map.close_file();
+        }
         let mut segment = Segment::from_bytes(map, path, number, models, resident)?;
         segment.fs = Some(fs.clone());
         segment.cache = cache;
