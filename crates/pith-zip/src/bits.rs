@@ -19,6 +19,17 @@ pub(crate) struct BitWriter {
 }
 
 impl BitWriter {
+    /// A writer appending to `out` (what [`BitWriter::finish`] returns):
+    /// a caller reusing one buffer from stream to stream allocates
+    /// nothing once it is large enough.
+    pub(crate) fn appending(out: Vec<u8>) -> Self {
+        BitWriter {
+            out,
+            acc: 0,
+            bits: 0,
+        }
+    }
+
     /// Appends the low `n` bits of `value` (`n <= 32`, higher bits zero).
     #[inline]
     pub(crate) fn put(&mut self, value: u64, n: u32) {

@@ -537,7 +537,10 @@ impl Encoder {
             .parse(rec, &self.prices, &self.hot, &mut self.seqs);
         let prices = &self.prices;
         self.hot.recode(&mut self.seqs, |s| prices.source_cost(s));
-        let mut w = BitWriter::default();
+        // Written into `out` itself: a bit writer of its own grew a
+        // vector from empty (five reallocations for a Debian record) and
+        // was copied and freed, for every record.
+        let mut w = BitWriter::appending(std::mem::take(out));
         let put = |w: &mut BitWriter, code: &huffman::Encoder, c: symbols::Coded| {
             code.put(w, c.symbol);
             w.put_wide(c.extra, c.extra_bits);
@@ -562,7 +565,7 @@ impl Encoder {
                 put(&mut w, &self.codes[CONTEXTS + 2], source::encode(s.source));
             }
         }
-        out.extend_from_slice(&w.finish());
+        *out = w.finish();
     }
 
     /// The model section: header, code lengths, and the dictionary
