@@ -160,16 +160,12 @@ impl PyDB {
             o.value_cache_bytes = v;
         }
         if let Some(v) = value_reads {
-            o.value_reads = match v {
-                "mapped" => ValueReads::Mapped,
-                "pread" => ValueReads::Pread,
-                _ => {
-                    return Err(invalid(
-                        py,
-                        format!("value_reads must be \"mapped\" or \"pread\", not {v:?}"),
-                    ))
-                }
-            };
+            o.value_reads = ValueReads::from_name(v).ok_or_else(|| {
+                invalid(
+                    py,
+                    format!("value_reads must be \"mapped\" or \"pread\", not {v:?}"),
+                )
+            })?;
         }
         if let Some(v) = bulk_chunk_bytes {
             o.bulk_chunk_bytes = v;

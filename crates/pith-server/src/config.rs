@@ -262,15 +262,10 @@ impl Config {
                 n => return Err(format!("pith-background-nice is {n}; it must be 0-19")),
             },
             "pith-value-reads" => {
-                self.value_reads = match value.to_ascii_lowercase().as_str() {
-                    "mapped" => pith::ValueReads::Mapped,
-                    "pread" => pith::ValueReads::Pread,
-                    _ => {
-                        return Err(format!(
-                            "pith-value-reads is '{value}'; it must be mapped or pread"
-                        ))
-                    }
-                }
+                self.value_reads = pith::ValueReads::from_name(&value.to_ascii_lowercase())
+                    .ok_or_else(|| {
+                        format!("pith-value-reads is '{value}'; it must be mapped or pread")
+                    })?
             }
             "io-threads" => match number(value)? {
                 n @ 1..=128 => self.io_threads = n as usize,
@@ -312,10 +307,7 @@ impl Config {
             "pith-build-memory" => self.build_memory_bytes.to_string(),
             "pith-malloc-arenas" => self.malloc_arenas.to_string(),
             "pith-background-nice" => self.background_nice.to_string(),
-            "pith-value-reads" => match self.value_reads {
-                pith::ValueReads::Mapped => "mapped".into(),
-                pith::ValueReads::Pread => "pread".into(),
-            },
+            "pith-value-reads" => self.value_reads.name().into(),
             "io-threads" => self.io_threads.to_string(),
             "save" => String::new(),
             "appendonly" => "yes".into(),

@@ -108,6 +108,24 @@ pub enum ValueReads {
     Pread,
 }
 
+impl ValueReads {
+    /// Every choice, by [`ValueReads::name`].
+    const ALL: [ValueReads; 2] = [ValueReads::Mapped, ValueReads::Pread];
+
+    /// The name settings and bindings give it: `mapped` or `pread`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ValueReads::Mapped => "mapped",
+            ValueReads::Pread => "pread",
+        }
+    }
+
+    /// The choice named `name` (exactly as [`ValueReads::name`] gives it).
+    pub fn from_name(name: &str) -> Option<ValueReads> {
+        ValueReads::ALL.into_iter().find(|v| v.name() == name)
+    }
+}
+
 /// Sections a point lookup reads besides the values (the store's record
 /// offsets, inside its section, are copied too: see [`resident_copy`]).
 const LOOKUP_SECTIONS: [usize; 5] = [
