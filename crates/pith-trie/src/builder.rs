@@ -37,6 +37,21 @@ use crate::labels::{write_labels, Layout};
 use crate::levels::write_levels;
 use crate::perm::write_perm;
 
+/// The format a build writes: the current one, or one of those written
+/// before (tests of their readers only).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Target {
+    /// Version 5 (or 4 for dense keys; 3 when the labels are too large
+    /// for version 5's blocks).
+    Current,
+    /// Version 3 (or 4 for dense keys).
+    #[cfg_attr(not(any(test, feature = "fuzzing")), allow(dead_code))]
+    V3,
+    /// Versions 1 and 2.
+    #[cfg_attr(not(any(test, feature = "fuzzing")), allow(dead_code))]
+    Legacy,
+}
+
 /// Accepts keys in strictly increasing byte order and builds a trie.
 ///
 /// ```
@@ -161,7 +176,7 @@ impl TrieBuilder {
 
     /// Builds the trie and returns its serialized, checksummed bytes.
     pub fn finish(self) -> Result<AlignedBytes> {
-        self.finish_as(false)
+        self.finish_as(Target::Current)
     }
 
     /// Builds the trie as written before format version 3 (version 1, or
@@ -169,13 +184,21 @@ impl TrieBuilder {
     /// files.
     #[cfg(any(test, feature = "fuzzing"))]
     pub fn finish_legacy(self) -> Result<AlignedBytes> {
-        self.finish_as(true)
+        self.finish_as(Target::Legacy)
+    }
+
+    /// Builds the trie as written before format version 5 (version 3, or
+    /// 4 for dense keys), for tests of the readers of those files.
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub fn finish_v3(self) -> Result<AlignedBytes> {
+        self.finish_as(Target::V3)
     }
 
     /// Builds the trie: dense integer keys (version 4) when they are, or
-    /// else a LOUDS trie, its key ids as a permutation (`legacy`: versions
-    /// 1 and 2) or by level (version 3).
-    fn finish_as(mut self, legacy: bool) -> Result<AlignedBytes> {
+    /// else a LOUDS trie, its key ids as a permutation (versions 1 and 2,
+    /// [`Target::Legacy`]) or by level (versions 3 and 5).
+    fn finish_as(mut self, target: Target) -> Result<AlignedBytes> {
+        let legacy = target == Target::Legacy;
         // No key comes after these: the last page's room for more (up to
         // half the key bytes: pages grow by doubling) and the starts'
         // go back.
@@ -271,7 +294,7 @@ impl TrieBuilder {
         edges.write(&mut words)?;
         drop(edges);
         let labels = tails.iter().map(|(k, s, e)| &self.key(k)[s..e]);
-        let layout = write_labels(&mut words, labels)?;
+        let layout = write_labels(&mut words, labels, target == Target::Current)?;
         drop(tails);
         // The key ids need only the levels: the keys go before they are
         // written (the output may double its capacity then).
@@ -285,15 +308,25 @@ impl TrieBuilder {
         let version = if legacy {
             write_perm(&mut words, &pi);
             match layout {
-                Layout::Inline => FormatVersion::V1,
                 Layout::Shared => FormatVersion::V2,
+                Layout::Inline | Layout::Blocks => FormatVersion::V1,
             }
         } else {
             levels.write(&mut words, &edge_start, &term_start);
-            if layout == Layout::Shared {
-                flags |= FLAG_SHARED_LABELS;
+            match layout {
+                Layout::Shared => {
+                    flags |= FLAG_SHARED_LABELS;
+                    if target == Target::Current {
+                        FormatVersion::V5
+                    } else {
+                        FormatVersion::V3
+                    }
+                }
+                Layout::Blocks => FormatVersion::V5,
+                // Written before version 5, or pools too large for the
+                // blocks.
+                Layout::Inline => FormatVersion::V3,
             }
-            FormatVersion::V3
         };
         let header = Header {
             version,

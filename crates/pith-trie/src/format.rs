@@ -5,10 +5,10 @@
 //!
 //! ```text
 //! 0   magic "PITHTRIE"            32  body length in bytes (multiple of 8)
-//! 8   format version (u32): 1-4   40  crc32c of the body (u32)
+//! 8   format version (u32): 1-5   40  crc32c of the body (u32)
 //! 12  flags (u32), bit 0: the     44  16 reserved bytes, zero
 //!     empty key is present; bit   60  crc32c of header bytes 0..60 (u32)
-//!     1 (version 3): shared labels
+//!     1 (versions 3, 5): shared
 //! 16  number of keys (u64)
 //! 24  number of edges (u64)
 //! ```
@@ -43,18 +43,25 @@ pub enum FormatVersion {
     /// as big-endian integers, span at most eight times their count, kept
     /// as the smallest key, the span and (unless every integer in the span
     /// is a key) a bit vector over the span; no LOUDS parts (`dense.rs`).
-    /// Written only for such key sets; every other trie is version 3.
+    /// Written only for such key sets; every other trie is version 5
+    /// (or 3).
     V4 = 4,
+    /// Version 3 with the inline labels found by blocks of lengths
+    /// (`label_blocks.rs`): 6.4 bits a label where version 3's sampled
+    /// offsets took 10-12, and one read where they took two. Shared labels
+    /// as in version 3 (header flag bit 1). A trie whose label pool is too
+    /// large for the blocks (2^34 bytes) is written as version 3.
+    V5 = 5,
 }
 
 impl FormatVersion {
     /// The newest version this build writes and reads (it reads every
     /// older one too).
-    pub const CURRENT: FormatVersion = FormatVersion::V4;
+    pub const CURRENT: FormatVersion = FormatVersion::V5;
 }
 
 pub(crate) const FLAG_ROOT_TERMINAL: u32 = 1;
-/// Version 3 and later: the labels are in the shared layout (what version
+/// Versions 3 and 5: the labels are in the shared layout (what version
 /// 2 means for versions 1 and 2).
 pub(crate) const FLAG_SHARED_LABELS: u32 = 2;
 
@@ -145,7 +152,8 @@ pub(crate) fn read_header(bytes: &[u8]) -> Result<(Header, &[u8])> {
             1 => FormatVersion::V1,
             2 => FormatVersion::V2,
             3 => FormatVersion::V3,
-            _ => FormatVersion::V4,
+            4 => FormatVersion::V4,
+            _ => FormatVersion::V5,
         },
         flags: le::u32_in(h, 12),
         num_keys: le::u64_in(h, 16),

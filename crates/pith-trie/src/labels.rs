@@ -1,8 +1,8 @@
 //! The label store: the second and later bytes of every multi-byte edge label.
 //!
-//! Two layouts; the trie's format version says which (see `docs/format.md`),
-//! both `symbols | ...`, the symbol table coding every label (see
-//! [`crate::symbols`]):
+//! Three layouts; the trie's format version and flags say which (see
+//! `docs/format.md`), all `symbols | ...`, the symbol table coding every
+//! label (see [`crate::symbols`]):
 //!
 //! * **inline** (version 1): `symbols | bases | deltas | pool`, one label
 //!   per multi-byte edge, in edge order. The `count + 1` offsets are
@@ -27,21 +27,22 @@
 //!
 //! [`Labels::read`] checks the parts' lengths in O(1); [`Labels::validate`]
 //! checks that inline offsets start at 0, never decrease and end at the
-//! pool length, or that the shared pool is whole entries and every ref an
-//! entry's start. Queries take each slice with a checked `get`, so
+//! pool length, that the shared pool is whole entries and every ref an
+//! entry's start, or the blocks as [`crate::label_blocks`] says. Queries take each slice with a checked `get`, so
 //! unvalidated offsets or refs give a wrong label, never an out-of-bounds
 //! read.
 //!
-//! The builder writes both layouts and keeps the shared one only when it
-//! makes the labels at least [`SHARED_GAIN`] smaller: a label costs two
-//! dependent reads either way, but a key set that gains little keeps the
-//! version-1 bytes it had.
+//! The builder writes both the shared layout and one entry per label, and
+//! keeps the shared one only when it makes the labels at least
+//! [`SHARED_GAIN`] smaller: a key set that gains little keeps one entry per
+//! label, one read fewer per label.
 
 use std::collections::HashMap;
 
 use pith_enc::packed::{bits_for, Packed};
 
 use crate::error::{Error, Result};
+use crate::label_blocks::{Blocks, BlocksWriter};
 use crate::symbols::{LabelCmp, SymbolTable, Symbols};
 use crate::words::{
     corrupt, packed_bytes, packed_words, push_bytes, push_packed, push_packed_iter, ByteWords,
@@ -58,35 +59,88 @@ pub(crate) const SHARED_GAIN: (usize, usize) = (7, 8);
 /// Which layout the labels were written in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Layout {
-    /// One store entry per label (format version 1).
+    /// One store entry per label, found by sampled offsets (format
+    /// versions 1 and 3).
     Inline,
-    /// Distinct labels once, and a ref per label (format version 2).
+    /// Distinct labels once, and a ref per label (format version 2, and
+    /// versions 3 and 5 with the shared-labels flag).
     Shared,
+    /// One store entry per label, found by blocks of lengths (format
+    /// version 5, see [`crate::label_blocks`]).
+    Blocks,
 }
 
 /// Encodes labels in the smaller layout (see [`SHARED_GAIN`]) and says
-/// which.
+/// which. The one-entry-per-label layout is [`Layout::Blocks`] where
+/// `blocks` allows and the pools fit it, [`Layout::Inline`] otherwise.
 pub(crate) fn write_labels<'k>(
     out: &mut Vec<u64>,
     labels: impl ExactSizeIterator<Item = &'k [u8]> + Clone,
+    blocks: bool,
 ) -> Result<Layout> {
     if !repeats_may_pay(labels.clone()) {
-        write_store(out, labels)?;
-        return Ok(Layout::Inline);
+        return write_one_per_label(out, labels, blocks);
     }
     let (distinct, refs) = dedup(labels.clone());
     let mut shared = Vec::new();
     write_entries(&mut shared, &distinct, &refs);
     drop((distinct, refs));
     let mut inline = Vec::new();
-    write_store(&mut inline, labels)?;
+    let layout = write_one_per_label(&mut inline, labels, blocks)?;
     if shared.len() * SHARED_GAIN.1 <= inline.len() * SHARED_GAIN.0 {
         out.extend_from_slice(&shared);
         Ok(Layout::Shared)
     } else {
         out.extend_from_slice(&inline);
-        Ok(Layout::Inline)
+        Ok(layout)
     }
+}
+
+/// Writes one entry per label: in blocks if `blocks` and the pools fit
+/// them, else with sampled offsets.
+fn write_one_per_label<'k>(
+    out: &mut Vec<u64>,
+    labels: impl ExactSizeIterator<Item = &'k [u8]> + Clone,
+    blocks: bool,
+) -> Result<Layout> {
+    if blocks {
+        let start = out.len();
+        match write_blocks(out, labels.clone()) {
+            Ok(()) => return Ok(Layout::Blocks),
+            Err(Error::TooLarge { .. }) => out.truncate(start),
+            Err(e) => return Err(e),
+        }
+    }
+    write_store(out, labels)?;
+    Ok(Layout::Inline)
+}
+
+/// Encodes labels in the blocks layout: the table, the blocks, the pool
+/// and the long pool. The pool is encoded straight into `out` and the
+/// blocks moved in front of it, as [`write_store`] does with its offsets.
+fn write_blocks<'k>(
+    out: &mut Vec<u64>,
+    labels: impl ExactSizeIterator<Item = &'k [u8]> + Clone,
+) -> Result<()> {
+    let table = SymbolTable::train(labels.clone());
+    let raw: usize = labels.clone().map(<[u8]>::len).sum();
+    table.write(out);
+    let pool_at = out.len();
+    out.reserve_exact(1 + table.encoded_estimate(raw).div_ceil(8));
+    let mut pool = ByteWords::new(out);
+    let mut blocks = BlocksWriter::default();
+    let mut code = Vec::new();
+    let mut pointer = [0; 4];
+    for label in labels {
+        code.clear();
+        table.encode(label, &mut code);
+        pool.put(blocks.push(pool.len(), &code, &mut pointer)?);
+    }
+    pool.finish();
+    let (words, long) = blocks.finish();
+    push_bytes(out, &long);
+    insert_words(out, pool_at, &words);
+    Ok(())
 }
 
 /// Whether the labels repeat enough for the shared layout to be worth
@@ -248,6 +302,8 @@ enum Index<'a> {
     },
     /// Shared: the entry at byte `refs[i]`, a varint length then the codes.
     Refs(Packed<'a>),
+    /// Blocks of lengths, and the long labels' pool.
+    Blocks { blocks: Blocks<'a>, long: &'a [u8] },
 }
 
 /// Offset `i` of the inline layout.
@@ -286,6 +342,12 @@ impl<'a> Labels<'a> {
                     return Err(corrupt(refs_at, detail));
                 }
                 (Index::Refs(refs), pool)
+            }
+            Layout::Blocks => {
+                let blocks = Blocks::read(r, count)?;
+                let pool = r.bytes("label pool")?;
+                let long = r.bytes("long label pool")?;
+                (Index::Blocks { blocks, long }, pool)
             }
         };
         Ok(Labels {
@@ -345,6 +407,7 @@ impl<'a> Labels<'a> {
                     }
                 }
             }
+            Index::Blocks { blocks, long } => blocks.validate(self.pool, long, self.at)?,
         }
         Ok(())
     }
@@ -358,6 +421,7 @@ impl<'a> Labels<'a> {
         let index = match &self.index {
             Index::Offsets { bases, deltas } => packed_bytes(bases) + packed_bytes(deltas),
             Index::Refs(refs) => packed_bytes(refs),
+            Index::Blocks { blocks, long } => blocks.size_bytes() + 8 + long.len().div_ceil(8) * 8,
         };
         8 + table + index + 8 + self.pool.len().div_ceil(8) * 8
     }
@@ -365,7 +429,7 @@ impl<'a> Labels<'a> {
     /// Bytes of the refs (0 in the inline layout).
     pub(crate) fn refs_bytes(&self) -> usize {
         match &self.index {
-            Index::Offsets { .. } => 0,
+            Index::Offsets { .. } | Index::Blocks { .. } => 0,
             Index::Refs(refs) => packed_bytes(refs),
         }
     }
@@ -374,8 +438,13 @@ impl<'a> Labels<'a> {
         self.symbols
     }
 
+    /// Bytes of the encoded labels: the pool, and the long labels' pool
+    /// of the blocks layout.
     pub(crate) fn pool_bytes(&self) -> usize {
-        self.pool.len()
+        match self.index {
+            Index::Blocks { long, .. } => self.pool.len() + long.len(),
+            _ => self.pool.len(),
+        }
     }
 
     /// The encoded label `i`; empty for `i` past the last label, or offsets
@@ -399,6 +468,7 @@ impl<'a> Labels<'a> {
                     .and_then(|(len, tail)| tail.get(..usize::try_from(len).ok()?));
                 entry.unwrap_or(&[])
             }
+            Index::Blocks { blocks, long } => blocks.label(i, self.pool, long),
         }
     }
 

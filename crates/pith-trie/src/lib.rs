@@ -34,6 +34,9 @@
 //! lookup and every id -> key, which is what made TerarkDB run shallower
 //! nesting for speed. A symbol table decodes one label alone, in a handful of
 //! table loads, and compares against a query without materializing it.
+//! Where each label lies in the pool is kept as blocks of 5-bit lengths
+//! with a base per 30 labels (format version 5, `label_blocks.rs`): 6.4
+//! bits a label and one read, where offsets took about 11 bits and two.
 //!
 //! Ids are key ranks from the start (TerarkDB's breadth-first ids were not,
 //! and its value store had to be rewritten after the index was built):
@@ -106,6 +109,7 @@ mod ids;
 // the cargo-fuzz targets (`fuzz/`) with the `fuzzing` feature.
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzz;
+mod label_blocks;
 mod labels;
 mod levels;
 mod nodes;

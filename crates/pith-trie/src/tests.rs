@@ -21,10 +21,21 @@ fn legacy_trie_of(keys: &BTreeSet<Vec<u8>>) -> AlignedBytes {
     b.finish_legacy().expect("build")
 }
 
+/// The same trie in format version 3 (labels found by sampled offsets),
+/// which the readers must still answer from.
+fn v3_trie_of(keys: &BTreeSet<Vec<u8>>) -> AlignedBytes {
+    let mut b = TrieBuilder::new();
+    for k in keys {
+        b.push(k).expect("sorted unique keys");
+    }
+    b.finish_v3().expect("build")
+}
+
 /// Checks every query against the model, in the current format and in the
-/// one before.
+/// ones before.
 fn check_against_model(keys: &BTreeSet<Vec<u8>>, probes: &[Vec<u8>]) {
     check_bytes_against_model(&trie_of(keys), keys, probes);
+    check_bytes_against_model(&v3_trie_of(keys), keys, probes);
     check_bytes_against_model(&legacy_trie_of(keys), keys, probes);
 }
 
@@ -191,12 +202,12 @@ fn format_version(bytes: &AlignedBytes) -> u32 {
     pith_enc::le::u32_at(bytes.as_bytes(), 8).expect("a header")
 }
 
-/// Whether the labels are in the shared layout (version 2, or version 3
-/// with header flag bit 1).
+/// Whether the labels are in the shared layout (version 2, or versions 3
+/// and 5 with header flag bit 1).
 fn shares_labels(bytes: &AlignedBytes) -> bool {
     match format_version(bytes) {
         2 => true,
-        3 => pith_enc::le::u32_at(bytes.as_bytes(), 12).is_some_and(|f| f & 2 != 0),
+        3 | 5 => pith_enc::le::u32_at(bytes.as_bytes(), 12).is_some_and(|f| f & 2 != 0),
         _ => false,
     }
 }
@@ -501,12 +512,14 @@ fn shared_sample_bytes() -> AlignedBytes {
     bytes
 }
 
-/// The two samples in both formats: current (inline and shared labels),
-/// then version 1 and version 2.
+/// The two samples in every format: current (inline and shared labels),
+/// version 3, then version 1 and version 2.
 fn every_sample() -> Vec<AlignedBytes> {
     vec![
         sample_bytes(),
         shared_sample_bytes(),
+        v3_trie_of(&sample_keys()),
+        v3_trie_of(&shared_sample_keys()),
         legacy_trie_of(&sample_keys()),
         legacy_trie_of(&shared_sample_keys()),
     ]
@@ -515,11 +528,13 @@ fn every_sample() -> Vec<AlignedBytes> {
 #[test]
 fn shared_labels_make_repeating_keys_smaller() {
     let shared = shared_sample_bytes();
-    assert_eq!(format_version(&shared), 3);
+    assert_eq!(format_version(&shared), 5);
     let trie = Trie::open_validated(shared.as_bytes()).unwrap();
     assert!(trie.size_report().label_refs > 0);
     // Unique labels stay inline.
     assert!(!shares_labels(&sample_bytes()));
+    assert!(shares_labels(&v3_trie_of(&shared_sample_keys())));
+    assert!(!shares_labels(&v3_trie_of(&sample_keys())));
     assert_eq!(format_version(&legacy_trie_of(&sample_keys())), 1);
     assert_eq!(format_version(&legacy_trie_of(&shared_sample_keys())), 2);
 }
@@ -527,7 +542,7 @@ fn shared_labels_make_repeating_keys_smaller() {
 #[test]
 fn key_levels_are_smaller_than_the_permutation() {
     for keys in [sample_keys(), shared_sample_keys()] {
-        let (now, before) = (trie_of(&keys), legacy_trie_of(&keys));
+        let (now, before) = (v3_trie_of(&keys), legacy_trie_of(&keys));
         let now = Trie::open_validated(now.as_bytes()).unwrap().size_report();
         let before = Trie::open_validated(before.as_bytes())
             .unwrap()
@@ -732,12 +747,28 @@ fn assert_golden(name: &str, got: &AlignedBytes) {
 #[test]
 fn golden_bytes_match_docs() {
     let keys = [b"a".as_slice(), b"ab", b"b"];
-    assert_golden("golden-trie-v3", &build(keys).unwrap());
+    let v3 = v3_trie_of(&keys.iter().map(|k| k.to_vec()).collect());
+    assert_golden("golden-trie-v3", &v3);
     // Version 1, as written before version 3, still opens and answers.
     let v1 = legacy_trie_of(&keys.iter().map(|k| k.to_vec()).collect());
     assert_golden("golden-trie-v1", &v1);
     let trie = Trie::open_validated(v1.as_bytes()).unwrap();
     for (id, key) in keys.iter().enumerate() {
+        assert_eq!(trie.lookup(key), Some(id as u64));
+        assert_eq!(trie.key(id as u64).as_deref(), Some(*key));
+    }
+}
+
+/// The keys of the version-5 golden trie: three tails, one longer than a
+/// label block keeps in the pool.
+const GOLDEN_V5_KEYS: [&[u8]; 3] = [b"ant", b"antelope", b"bee/a-tail-of-more-than-31-bytes!"];
+
+#[test]
+fn golden_v5_bytes_match_docs() {
+    let bytes = build(GOLDEN_V5_KEYS).unwrap();
+    assert_golden("golden-trie-v5", &bytes);
+    let trie = Trie::open_validated(bytes.as_bytes()).unwrap();
+    for (id, key) in GOLDEN_V5_KEYS.iter().enumerate() {
         assert_eq!(trie.lookup(key), Some(id as u64));
         assert_eq!(trie.key(id as u64).as_deref(), Some(*key));
     }
@@ -867,7 +898,7 @@ fn large_trie_top_level_index_matches_model() {
 #[test]
 fn golden_v2_bytes_match_docs() {
     let keys: BTreeSet<Vec<u8>> = GOLDEN_V2_KEYS.iter().map(|k| k.to_vec()).collect();
-    let v3 = trie_of(&keys);
+    let v3 = v3_trie_of(&keys);
     assert_golden("golden-trie-v3-shared", &v3);
     let v2 = legacy_trie_of(&keys);
     assert_golden("golden-trie-v2", &v2);
@@ -973,18 +1004,18 @@ fn dense_keys_are_written_only_when_dense() {
     // 700 four-byte keys in a span of 700: three words of body.
     assert_eq!(all.len(), 64 + 24);
     // A span nine times the key count, keys of two widths, or the empty
-    // key: a LOUDS trie (version 3).
+    // key: a LOUDS trie (version 5).
     let sparse: BTreeSet<Vec<u8>> = (0u32..100)
         .map(|i| (i * 9).to_be_bytes().to_vec())
         .collect();
     let mixed: BTreeSet<Vec<u8>> = [vec![1], vec![1, 2], vec![2]].into_iter().collect();
     let empty: BTreeSet<Vec<u8>> = [vec![], vec![1]].into_iter().collect();
     for keys in [sparse, mixed, empty] {
-        assert_eq!(format_version(&trie_of(&keys)), 3, "{keys:?}");
+        assert_eq!(format_version(&trie_of(&keys)), 5, "{keys:?}");
     }
     // Nine-byte keys are never dense.
     let long: BTreeSet<Vec<u8>> = (0u8..10).map(|i| vec![0, 0, 0, 0, 0, 0, 0, 0, i]).collect();
-    assert_eq!(format_version(&trie_of(&long)), 3);
+    assert_eq!(format_version(&trie_of(&long)), 5);
 }
 
 #[test]
@@ -1121,4 +1152,60 @@ fn dense_regex_walks_prune() {
         true
     });
     assert!(got.is_empty(), "{got:?}");
+}
+
+/// Keys whose tails run from one byte to well past the 31 a label block
+/// keeps in the pool (longer ones go through the long pool), as text (the
+/// symbol table) and as arbitrary bytes (raw labels).
+fn long_tail_keys(text: bool) -> BTreeSet<Vec<u8>> {
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    (0..700u32)
+        .map(|i| {
+            let mut key = format!("p{:03}/", i % 250).into_bytes();
+            let tail = (i as usize * 13) % 90 + 1;
+            key.extend((0..tail).map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                if text {
+                    b"abcdefgh-./0123"[(state % 15) as usize]
+                } else {
+                    state as u8
+                }
+            }));
+            key
+        })
+        .collect()
+}
+
+#[test]
+fn long_labels_match_the_model() {
+    for text in [true, false] {
+        let keys = long_tail_keys(text);
+        let bytes = trie_of(&keys);
+        assert_eq!(format_version(&bytes), 5);
+        let trie = Trie::open_validated(bytes.as_bytes()).unwrap();
+        assert_eq!(trie.size_report().compressed_labels, text);
+        let probes: Vec<Vec<u8>> = keys
+            .iter()
+            .step_by(7)
+            .flat_map(|k| [k[..k.len() - 1].to_vec(), [k.as_slice(), b"x"].concat()])
+            .collect();
+        check_against_model(&keys, &probes);
+    }
+}
+
+/// Where labels are short, as on real keys, blocks of lengths take less
+/// than version 3's sampled offsets; the pool is the same.
+#[test]
+fn label_blocks_are_smaller_than_sampled_offsets() {
+    let keys = sample_keys();
+    let (now, before) = (trie_of(&keys), v3_trie_of(&keys));
+    let now = Trie::open_validated(now.as_bytes()).unwrap().size_report();
+    let before = Trie::open_validated(before.as_bytes())
+        .unwrap()
+        .size_report();
+    assert_eq!(now.label_pool, before.label_pool);
+    assert!(now.labels < before.labels, "{now:?} {before:?}");
+    assert_eq!(now.total - now.labels, before.total - before.labels);
 }

@@ -19,7 +19,7 @@
 //!
 //! Terminals in breadth-first order are not in key order, so a map takes
 //! breadth-first terminal rank to key id and back ([`crate::ids`]: the keys'
-//! levels in version 3, a permutation before); ids are therefore exactly
+//! levels in versions 3 and 5, a permutation before); ids are therefore exactly
 //! ranks in sorted order and id ranges are key ranges.
 //!
 //! # Trust model: what open checks, what validate checks
@@ -31,7 +31,7 @@
 //! once to build the node starts of `nodes.rs`, for tries of up to 2^21
 //! internal nodes: 0.73 ms for 230K nodes measured.) [`Trie::validate`] reads every byte:
 //! the body checksum, every rank counter and select sample, label offsets
-//! monotone and inside the pool, the key levels' boundaries, lists and
+//! (or blocks) monotone and inside the pool, the key levels' boundaries, lists and
 //! tree (or the permutation and its shortcuts), every leaf is terminal,
 //! every node's children come after its parent edge, sibling bytes
 //! strictly increase, and ids come out in key order. Only a validated trie promises right answers.
@@ -146,12 +146,12 @@ pub struct SizeReport {
     pub edges_bytes: usize,
     /// Label store: symbol table, offsets and encoded pool.
     pub labels: usize,
-    /// Encoded label pool alone.
+    /// Encoded label pool alone (with version 5's pool of long labels).
     pub label_pool: usize,
     /// The labels' refs to their shared store entries (0 when labels are
     /// stored inline: format version 1).
     pub label_refs: usize,
-    /// The terminal <-> id map: the keys' levels (version 3), or the
+    /// The terminal <-> id map: the keys' levels (versions 3 and 5), or the
     /// permutation with its shortcuts (versions 1 and 2).
     pub permutation: usize,
     /// Number of edges (nodes other than the root).
@@ -195,7 +195,7 @@ impl<'a> Trie<'a> {
         let root_terminal = h.flags & FLAG_ROOT_TERMINAL != 0;
         let known_flags = match h.version {
             FormatVersion::V1 | FormatVersion::V2 => FLAG_ROOT_TERMINAL,
-            FormatVersion::V3 => FLAG_ROOT_TERMINAL | FLAG_SHARED_LABELS,
+            FormatVersion::V3 | FormatVersion::V5 => FLAG_ROOT_TERMINAL | FLAG_SHARED_LABELS,
             // Opened by `open_dense` above; never parsed as LOUDS.
             FormatVersion::V4 => return Err(bad("a dense-key trie read as a LOUDS trie")),
         };
@@ -206,15 +206,18 @@ impl<'a> Trie<'a> {
         let layout = match h.version {
             FormatVersion::V1 => Layout::Inline,
             FormatVersion::V2 => Layout::Shared,
-            FormatVersion::V3 | FormatVersion::V4 if h.flags & FLAG_SHARED_LABELS != 0 => {
+            FormatVersion::V3 | FormatVersion::V4 | FormatVersion::V5
+                if h.flags & FLAG_SHARED_LABELS != 0 =>
+            {
                 Layout::Shared
             }
             FormatVersion::V3 | FormatVersion::V4 => Layout::Inline,
+            FormatVersion::V5 => Layout::Blocks,
         };
         let labels = Labels::read(&mut r, edges.ones(HAS_TAIL), layout)?;
         let ids = match h.version {
             FormatVersion::V1 | FormatVersion::V2 => KeyIds::Cycles(Perm::read(&mut r, num_keys)?),
-            FormatVersion::V3 | FormatVersion::V4 => {
+            FormatVersion::V3 | FormatVersion::V4 | FormatVersion::V5 => {
                 KeyIds::Levels(Levels::read(&mut r, num_edges)?)
             }
         };
