@@ -33,9 +33,10 @@
 //! read.
 //!
 //! The builder writes both the shared layout and one entry per label, and
-//! keeps the shared one only when it makes the labels at least
-//! [`SHARED_GAIN`] smaller: a key set that gains little keeps one entry per
-//! label, one read fewer per label.
+//! keeps the smaller: a label costs one read of the index (refs or blocks)
+//! and one of the pool either way. Against version 3's offsets the shared
+//! layout must be at least [`SHARED_GAIN`] smaller, so that a key set that
+//! gains little keeps the version-1 bytes it had.
 
 use std::collections::HashMap;
 
@@ -52,8 +53,9 @@ use crate::words::{
 /// Offsets per sampled base.
 const SAMPLE: usize = 64;
 
-/// The shared layout is kept when it is at most this fraction of the
-/// inline one's bytes (numerator, denominator).
+/// Against sampled offsets ([`Layout::Inline`]), the shared layout is
+/// kept when it is at most this fraction of the inline one's bytes
+/// (numerator, denominator); against blocks, when it is smaller.
 pub(crate) const SHARED_GAIN: (usize, usize) = (7, 8);
 
 /// Which layout the labels were written in.
@@ -87,7 +89,11 @@ pub(crate) fn write_labels<'k>(
     drop((distinct, refs));
     let mut inline = Vec::new();
     let layout = write_one_per_label(&mut inline, labels, blocks)?;
-    if shared.len() * SHARED_GAIN.1 <= inline.len() * SHARED_GAIN.0 {
+    let keep_shared = match layout {
+        Layout::Inline => shared.len() * SHARED_GAIN.1 <= inline.len() * SHARED_GAIN.0,
+        _ => shared.len() < inline.len(),
+    };
+    if keep_shared {
         out.extend_from_slice(&shared);
         Ok(Layout::Shared)
     } else {
@@ -488,6 +494,43 @@ impl<'a> Labels<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Against blocks the smaller layout is kept, whatever the margin:
+    /// label sets from all distinct to much repeated.
+    #[test]
+    fn the_smaller_of_shared_and_blocks_is_kept() {
+        for distinct in [40usize, 300, 900, 2000, 4000] {
+            let labels: Vec<Vec<u8>> = (0..4000usize)
+                .map(|i| format!("label-{:05}.txt", (i * 7919) % distinct).into_bytes())
+                .collect();
+            let iter = || labels.iter().map(Vec::as_slice);
+            let mut out = Vec::new();
+            let layout = write_labels(&mut out, iter(), true).unwrap();
+            let mut blocks = Vec::new();
+            assert_eq!(
+                write_one_per_label(&mut blocks, iter(), true).unwrap(),
+                Layout::Blocks
+            );
+            let (d, refs) = dedup(iter());
+            let mut shared = Vec::new();
+            write_entries(&mut shared, &d, &refs);
+            if repeats_may_pay(iter()) {
+                assert_eq!(out.len(), shared.len().min(blocks.len()), "{distinct}");
+            } else {
+                assert_eq!(
+                    (layout, out.len()),
+                    (Layout::Blocks, blocks.len()),
+                    "{distinct}"
+                );
+            }
+            let want = if out == shared {
+                Layout::Shared
+            } else {
+                Layout::Blocks
+            };
+            assert_eq!(layout, want, "{distinct}");
+        }
+    }
 
     #[test]
     fn insert_words_moves_the_tail() {
