@@ -1,4 +1,4 @@
-//! Key ids from breadth-first terminals, by level (format version 3).
+//! Key ids from breadth-first terminals, by level (format versions 3 and 5).
 //!
 //! The trie numbers its edges level by level (LOUDS order), and within one
 //! level the edges are in key order: a level's nodes are ordered by their

@@ -260,17 +260,21 @@ fn segment_with_a_deadline_matches_docs() {
     assert_eq!(seg.deadline(2), crate::dbformat::NO_DEADLINE);
 }
 
-/// Segments written before trie format version 3, whose tries hold their
-/// key ids as a permutation (`crates/pith/testdata/legacy-segments.md`):
-/// they open, verify and answer, so databases written then keep working.
+/// Segments written with older trie formats
+/// (`crates/pith/testdata/legacy-segments.md`): version 1, whose key ids
+/// are a permutation, and version 3, whose labels are found by sampled
+/// offsets. They open, verify and answer, so databases written then keep
+/// working.
 #[test]
-fn segments_written_before_trie_v3_still_open_and_read() {
+fn segments_with_older_tries_still_open_and_read() {
     use crate::dbformat::key_hash as hash;
     use crate::dbformat::{tag_kind, Kind, NO_DEADLINE};
     let doc = include_str!("../testdata/legacy-segments.md");
     for (name, deadline) in [
         ("legacy-segment-v1-trie-v1", NO_DEADLINE),
         ("legacy-segment-v2-trie-v1", 1_767_225_600_000),
+        ("legacy-segment-v1-trie-v3", NO_DEADLINE),
+        ("legacy-segment-v2-trie-v3", 1_767_225_600_000),
     ] {
         let bytes = pith_enc::golden::block(doc, name);
         let seg = crate::segment::Segment::from_bytes(
@@ -280,7 +284,7 @@ fn segments_written_before_trie_v3_still_open_and_read() {
             &|_| None,
             true,
         )
-        .expect("a segment written before trie version 3 opens");
+        .expect("a segment with an older trie opens");
         seg.verify().expect("verify");
         assert_eq!((seg.keys(), seg.records()), (2, 3));
         assert_eq!(seg.deadline(0), deadline);
