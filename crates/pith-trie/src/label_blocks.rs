@@ -14,7 +14,8 @@
 //! ```text
 //! word 0   base (bits 0..34): pool byte where label 30 b starts;
 //!          lengths of labels 0..6 of the block at bits 34 + 5 k
-//! word 1   lengths of labels 6..18 at bits 5 (k - 6)
+//! word 1   lengths of labels 6..18 at bits 5 (k - 6); bit 63 set iff
+//!          a label of the block is long
 //! word 2   lengths of labels 18..30 at bits 5 (k - 18)
 //! ```
 //!
@@ -24,18 +25,19 @@
 //! entry, a LEB128 length then its bytes. Entries are in label order.
 //! Labels of more than 31 bytes are rare on real keys (0.15% of Debian
 //! keys' labels, 3% of the Debian package files'), so the pointers cost
-//! little. Fields past the last label and the spare bits (60..64 of words
-//! 1 and 2) are zero.
+//! little. Fields past the last label and the spare bits (60..63 of word
+//! 1, 60..64 of word 2) are zero.
 //!
-//! A trie whose pool reaches 2^34 bytes or whose long pool reaches 2^32
-//! cannot be written this way; the builder writes version 3 instead.
+//! A trie with a block whose base would reach 2^34, or a long label whose
+//! entry would start at 2^32 or past it, cannot be written this way; the
+//! builder writes version 3 instead.
 //!
 //! Queries read through checked `get`s: blocks that disagree with the
 //! pools give a wrong label or an empty one, never an out-of-bounds read.
 //! [`Blocks::validate`] checks that each base is where the lengths before
 //! it end, that the last label ends at the pool's end, that the pointers
-//! walk the long pool's entries in order and end at its end, and that the
-//! unused bits are zero.
+//! walk the long pool's entries in order and end at its end, that every
+//! long label is longer than 31 bytes, and that the unused bits are zero.
 
 use pith_enc::le;
 
@@ -327,11 +329,16 @@ impl<'a> Blocks<'a> {
                         format!("long label {i} does not point at the next long-pool entry"),
                     ));
                 }
-                let next = pith_enc::varint::get(&long[long_pos..])
-                    .and_then(|(len, tail)| tail.get(usize::try_from(len).ok()?..))
-                    .map(|rest| long.len() - rest.len());
-                long_pos = next
+                let (len, tail) = pith_enc::varint::get(&long[long_pos..])
                     .ok_or_else(|| corrupt(at, format!("long label {i} overruns the long pool")))?;
+                if len <= MAX_SHORT as u64 {
+                    return Err(corrupt(at, format!("long label {i} is only {len} bytes")));
+                }
+                let rest = usize::try_from(len)
+                    .ok()
+                    .and_then(|len| tail.get(len..))
+                    .ok_or_else(|| corrupt(at, format!("long label {i} overruns the long pool")))?;
+                long_pos = long.len() - rest.len();
                 pos += POINTER_BYTES as u64;
             }
         }
@@ -442,6 +449,18 @@ mod tests {
         assert!(blocks.validate(&bad_pool, &long, 0).is_err());
         assert!(blocks.validate(&pool, &long[..long.len() - 1], 0).is_err());
         assert!(blocks.validate(&pool[..pool.len() - 1], &long, 0).is_err());
+        // A long label that is not long: its entry's length cut to 31 (the
+        // pool cut to match, so only that rule fails).
+        let first_len = labels[first_long].len();
+        let mut short_long = long.clone();
+        short_long[0] = MAX_SHORT as u8;
+        short_long.drain(1 + MAX_SHORT..1 + first_len);
+        let err = blocks.validate(&pool, &short_long, 0);
+        assert!(
+            err.as_ref()
+                .is_err_and(|e| e.to_string().contains("only 31 bytes")),
+            "{err:?}"
+        );
         for i in 0..labels.len() {
             blocks.label(i, &bad_pool, &long[..long.len() / 2]);
         }

@@ -1209,3 +1209,26 @@ fn label_blocks_are_smaller_than_sampled_offsets() {
     assert!(now.labels < before.labels, "{now:?} {before:?}");
     assert_eq!(now.total - now.labels, before.total - before.labels);
 }
+
+/// A header flag no version defines is refused at open, in every format
+/// (the header's checksum rewritten, so only the flag is wrong).
+#[test]
+fn unknown_header_flags_are_refused() {
+    let mut samples = every_sample();
+    samples.extend(dense_samples());
+    for good in samples {
+        for flag in [4u32, 8, 1 << 31] {
+            let mut bytes = good.as_bytes().to_vec();
+            let flags = u32::from_le_bytes(bytes[12..16].try_into().unwrap()) | flag;
+            bytes[12..16].copy_from_slice(&flags.to_le_bytes());
+            let crc = crc32c::crc32c(&bytes[..60]);
+            bytes[60..64].copy_from_slice(&crc.to_le_bytes());
+            let copy = AlignedBytes::copy_from(&bytes);
+            assert!(
+                Trie::open(copy.as_bytes()).is_err(),
+                "flag {flag:#x} of version {}",
+                format_version(&good)
+            );
+        }
+    }
+}

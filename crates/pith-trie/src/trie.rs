@@ -144,12 +144,13 @@ pub struct SizeReport {
     /// Per-edge first label bytes and flag bits with rank counters and
     /// select samples.
     pub edges_bytes: usize,
-    /// Label store: symbol table, offsets and encoded pool.
+    /// Label store: symbol table, offsets (version 5: blocks) or refs,
+    /// and the encoded pools.
     pub labels: usize,
     /// Encoded label pool alone (with version 5's pool of long labels).
     pub label_pool: usize,
-    /// The labels' refs to their shared store entries (0 when labels are
-    /// stored inline: format version 1).
+    /// The labels' refs to their shared store entries (0 when each label
+    /// has an entry of its own: inline or blocks).
     pub label_refs: usize,
     /// The terminal <-> id map: the keys' levels (versions 3 and 5), or the
     /// permutation with its shortcuts (versions 1 and 2).
