@@ -42,7 +42,7 @@
 use pith_enc::le;
 
 use crate::error::{Error, Result};
-use crate::words::{corrupt, WordReader};
+use crate::words::{corrupt, push_entry, split_entry, WordReader};
 
 /// Labels per block.
 pub(crate) const LABELS: usize = 30;
@@ -52,6 +52,8 @@ pub(crate) const WORDS: usize = 3;
 const LEN_BITS: u32 = 5;
 /// Bits of a block's base.
 const BASE_BITS: u32 = 34;
+/// The base's bits in word 0.
+const BASE_MASK: u64 = (1 << BASE_BITS) - 1;
 /// Longest label kept in the pool itself.
 const MAX_SHORT: usize = (1 << LEN_BITS) - 1;
 /// Pool bytes of a long label: its pointer.
@@ -200,21 +202,19 @@ impl BlocksWriter {
             self.blocks.extend([at as u64, 0, 0]);
         }
         self.count += 1;
+        let block = self.blocks.len() - WORDS;
         let (field, bytes): (u64, &[u8]) = if (1..=MAX_SHORT).contains(&code.len()) {
             (code.len() as u64, code)
         } else {
             let p = u32::try_from(self.long.len())
                 .map_err(|_| too_large("long label pool", 1 << 32))?;
-            pith_enc::varint::put(&mut self.long, code.len() as u64);
-            self.long.extend_from_slice(code);
+            push_entry(&mut self.long, code);
             *pointer = p.to_le_bytes();
-            let b = self.blocks.len() - WORDS;
-            self.blocks[b + 1] |= HAS_LONG;
+            self.blocks[block + 1] |= HAS_LONG;
             (0, &pointer[..])
         };
-        let b = self.blocks.len() - WORDS;
         let (word, shift) = field_position(j);
-        self.blocks[b + word] |= field << shift;
+        self.blocks[block + word] |= field << shift;
         Ok(bytes)
     }
 
@@ -263,7 +263,7 @@ impl<'a> Blocks<'a> {
             return &[];
         };
         let (field, before) = locate([w0, w1, w2], i % LABELS);
-        let start = (w0 & ((1 << BASE_BITS) - 1)).wrapping_add(before) as usize;
+        let start = (w0 & BASE_MASK).wrapping_add(before) as usize;
         if field != 0 {
             return pool
                 .get(start..start.wrapping_add(field as usize))
@@ -273,9 +273,8 @@ impl<'a> Blocks<'a> {
             .get(start..)
             .and_then(|p| p.first_chunk::<POINTER_BYTES>())
             .and_then(|p| long.get(le::u32_in(p, 0) as usize..))
-            .and_then(pith_enc::varint::get)
-            .and_then(|(len, tail)| tail.get(..usize::try_from(len).ok()?));
-        entry.unwrap_or(&[])
+            .and_then(split_entry);
+        entry.map_or(&[], |(label, _)| label)
     }
 
     /// Checks what [`Blocks::read`] took on trust (see the module docs);
@@ -285,7 +284,7 @@ impl<'a> Blocks<'a> {
         let mut long_pos = 0usize;
         for (b, block) in self.words.chunks_exact(WORDS).enumerate() {
             let block = [block[0], block[1], block[2]];
-            if block[0] & ((1 << BASE_BITS) - 1) != pos {
+            if block[0] & BASE_MASK != pos {
                 return Err(corrupt(
                     at,
                     format!("label block {b} starts at the wrong pool byte"),
@@ -294,14 +293,7 @@ impl<'a> Blocks<'a> {
             if (block[1] & !HAS_LONG | block[2]) >> (LEN_BITS as usize * FIELDS_1) != 0 {
                 return Err(corrupt(at, format!("label block {b} has spare bits set")));
             }
-            let used = self.count.saturating_sub(b * LABELS).min(LABELS);
-            let has_long = (0..used).any(|j| locate(block, j).0 == 0);
-            if has_long != (block[1] & HAS_LONG != 0) {
-                return Err(corrupt(
-                    at,
-                    format!("label block {b}: wrong long-label bit"),
-                ));
-            }
+            let mut has_long = false;
             for j in 0..LABELS {
                 let (field, _) = locate(block, j);
                 let i = b * LABELS + j;
@@ -329,17 +321,21 @@ impl<'a> Blocks<'a> {
                         format!("long label {i} does not point at the next long-pool entry"),
                     ));
                 }
-                let (len, tail) = pith_enc::varint::get(&long[long_pos..])
+                let (label, rest) = split_entry(&long[long_pos..])
                     .ok_or_else(|| corrupt(at, format!("long label {i} overruns the long pool")))?;
-                if len <= MAX_SHORT as u64 {
+                if label.len() <= MAX_SHORT {
+                    let len = label.len();
                     return Err(corrupt(at, format!("long label {i} is only {len} bytes")));
                 }
-                let rest = usize::try_from(len)
-                    .ok()
-                    .and_then(|len| tail.get(len..))
-                    .ok_or_else(|| corrupt(at, format!("long label {i} overruns the long pool")))?;
                 long_pos = long.len() - rest.len();
                 pos += POINTER_BYTES as u64;
+                has_long = true;
+            }
+            if has_long != (block[1] & HAS_LONG != 0) {
+                return Err(corrupt(
+                    at,
+                    format!("label block {b}: wrong long-label bit"),
+                ));
             }
         }
         if pos != pool.len() as u64 {

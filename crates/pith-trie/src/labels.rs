@@ -52,8 +52,8 @@ use crate::error::{Error, Result};
 use crate::label_blocks::{Blocks, BlocksWriter};
 use crate::symbols::{LabelCmp, SymbolTable, Symbols};
 use crate::words::{
-    corrupt, packed_bytes, packed_words, push_bytes, push_packed, push_packed_iter, ByteWords,
-    WordReader,
+    corrupt, packed_bytes, packed_words, push_bytes, push_entry, push_packed, push_packed_iter,
+    split_entry, ByteWords, WordReader,
 };
 
 /// Offsets per sampled base.
@@ -128,31 +128,55 @@ fn write_one_per_label<'k>(
 }
 
 /// Encodes labels in the blocks layout: the table, the blocks, the pool
-/// and the long pool. The pool is encoded straight into `out` and the
-/// blocks moved in front of it, as [`write_store`] does with its offsets.
+/// and the long pool (see [`encode_pool`]).
 fn write_blocks<'k>(
     out: &mut Vec<u64>,
     labels: impl ExactSizeIterator<Item = &'k [u8]> + Clone,
 ) -> Result<()> {
+    let mut blocks = BlocksWriter::default();
+    let mut pointer = [0; 4];
+    let (pool_at, _) = encode_pool(out, labels, |pool, code| {
+        pool.put(blocks.push(pool.len(), code, &mut pointer)?);
+        Ok(())
+    })?;
+    let (words, long) = blocks.finish();
+    push_bytes(out, &long);
+    insert_words(out, pool_at, &words);
+    Ok(())
+}
+
+/// Writes the symbol table trained on `labels`, then the pool: each
+/// label's codes handed to `put` in order, with the pool as written so
+/// far, to append what the layout keeps for it. Returns where the pool
+/// starts in `out` (its length word), for the index words the layout
+/// moves in front of it, and the pool's length.
+///
+/// The labels are encoded once, straight into `out` after the table
+/// (room reserved by the table's estimate); the index, which the format
+/// puts before the pool but which is known only once it is written, is
+/// then moved in. The pool is never held in a vector of its own beside
+/// the output: it was the builder's third-largest allocation at its peak
+/// on Debian keys, and the output's doubling to take it in another.
+/// (Encoding twice, once to learn the offsets, took half again the
+/// build's time.)
+fn encode_pool<'k>(
+    out: &mut Vec<u64>,
+    labels: impl ExactSizeIterator<Item = &'k [u8]> + Clone,
+    mut put: impl FnMut(&mut ByteWords<'_>, &[u8]) -> Result<()>,
+) -> Result<(usize, usize)> {
     let table = SymbolTable::train(labels.clone());
     let raw: usize = labels.clone().map(<[u8]>::len).sum();
     table.write(out);
     let pool_at = out.len();
     out.reserve_exact(1 + table.encoded_estimate(raw).div_ceil(8));
     let mut pool = ByteWords::new(out);
-    let mut blocks = BlocksWriter::default();
     let mut code = Vec::new();
-    let mut pointer = [0; 4];
     for label in labels {
         code.clear();
         table.encode(label, &mut code);
-        pool.put(blocks.push(pool.len(), &code, &mut pointer)?);
+        put(&mut pool, &code)?;
     }
-    pool.finish();
-    let (words, long) = blocks.finish();
-    push_bytes(out, &long);
-    insert_words(out, pool_at, &words);
-    Ok(())
+    Ok((pool_at, pool.finish()))
 }
 
 /// Whether the labels repeat enough for the shared layout to be worth
@@ -211,8 +235,7 @@ fn write_entries(out: &mut Vec<u64>, distinct: &[&[u8]], refs: &[u32]) {
         starts.push(pool.len() as u64);
         code.clear();
         table.encode(label, &mut code);
-        pith_enc::varint::put(&mut pool, code.len() as u64);
-        pool.extend_from_slice(&code);
+        push_entry(&mut pool, &code);
     }
     table.write(out);
     push_bytes(out, &pool);
@@ -220,22 +243,12 @@ fn write_entries(out: &mut Vec<u64>, distinct: &[&[u8]], refs: &[u32]) {
     push_packed_iter(out, refs.iter().map(|&r| starts[r as usize]), width);
 }
 
-/// Encodes entries into a store.
-///
-/// The labels are encoded once, straight into `out` after the table
-/// (room reserved by the table's estimate), and their offsets, which the
-/// format puts before the pool but which are known only once it is
-/// written, are then moved in in front of it. The pool is never held in a
-/// vector of its own beside the output: it was the builder's third-largest
-/// allocation at its peak on Debian keys, and the output's doubling to take
-/// it in another. (Encoding twice, once to learn the offsets, took half
-/// again the build's time.)
+/// Encodes labels in the inline layout: the table, the sampled offsets
+/// and the pool (see [`encode_pool`]).
 fn write_store<'k>(
     out: &mut Vec<u64>,
     labels: impl ExactSizeIterator<Item = &'k [u8]> + Clone,
 ) -> Result<()> {
-    let table = SymbolTable::train(labels.clone());
-    let raw: usize = labels.clone().map(<[u8]>::len).sum();
     // The offsets as they are written: a base per SAMPLE labels and each
     // offset's distance from its base, in 32 bits (a u64 per offset was
     // the largest array at the builder's peak after the keys).
@@ -254,18 +267,13 @@ fn write_store<'k>(
         deltas.push(delta);
         Ok(())
     };
-    table.write(out);
-    let pool_at = out.len();
-    out.reserve_exact(1 + table.encoded_estimate(raw).div_ceil(8));
-    let mut pool = ByteWords::new(out);
-    let mut code = Vec::new();
-    for (i, label) in labels.enumerate() {
+    let mut i = 0;
+    let (pool_at, pool_len) = encode_pool(out, labels, |pool, code| {
         record(i, pool.len())?;
-        code.clear();
-        table.encode(label, &mut code);
-        pool.put(&code);
-    }
-    let pool_len = pool.finish();
+        i += 1;
+        pool.put(code);
+        Ok(())
+    })?;
     record(count, pool_len)?;
     let base_width = bits_for(pool_len as u64);
     let delta_width = bits_for(u64::from(deltas.iter().copied().max().unwrap_or(0)));
@@ -397,9 +405,7 @@ impl<'a> Labels<'a> {
                 let mut rest = self.pool;
                 while !rest.is_empty() {
                     starts[self.pool.len() - rest.len()] = true;
-                    let entry = pith_enc::varint::get(rest)
-                        .and_then(|(len, tail)| tail.get(usize::try_from(len).ok()?..));
-                    rest = entry.ok_or_else(|| {
+                    rest = split_entry(rest).map(|(_, after)| after).ok_or_else(|| {
                         corrupt(
                             self.at,
                             format!(
@@ -476,9 +482,8 @@ impl<'a> Labels<'a> {
                 let entry = refs
                     .try_get(i)
                     .and_then(|at| self.pool.get(usize::try_from(at).ok()?..))
-                    .and_then(pith_enc::varint::get)
-                    .and_then(|(len, tail)| tail.get(..usize::try_from(len).ok()?));
-                entry.unwrap_or(&[])
+                    .and_then(split_entry);
+                entry.map_or(&[], |(label, _)| label)
             }
             Index::Blocks { blocks, long } => blocks.label(i, self.pool, long),
         }

@@ -11,24 +11,28 @@ fn trie_of(keys: &BTreeSet<Vec<u8>>) -> AlignedBytes {
     build(keys.iter()).expect("sorted unique keys")
 }
 
-/// The same trie in the format before version 3 (version 1 or 2), which
-/// the readers must still answer from.
-fn legacy_trie_of(keys: &BTreeSet<Vec<u8>>) -> AlignedBytes {
+/// The trie of `keys` as `finish` writes it.
+fn trie_finished_by(
+    keys: &BTreeSet<Vec<u8>>,
+    finish: impl FnOnce(TrieBuilder) -> crate::Result<AlignedBytes>,
+) -> AlignedBytes {
     let mut b = TrieBuilder::new();
     for k in keys {
         b.push(k).expect("sorted unique keys");
     }
-    b.finish_legacy().expect("build")
+    finish(b).expect("build")
+}
+
+/// The same trie in the format before version 3 (version 1 or 2), which
+/// the readers must still answer from.
+fn legacy_trie_of(keys: &BTreeSet<Vec<u8>>) -> AlignedBytes {
+    trie_finished_by(keys, TrieBuilder::finish_legacy)
 }
 
 /// The same trie in format version 3 (labels found by sampled offsets),
 /// which the readers must still answer from.
 fn v3_trie_of(keys: &BTreeSet<Vec<u8>>) -> AlignedBytes {
-    let mut b = TrieBuilder::new();
-    for k in keys {
-        b.push(k).expect("sorted unique keys");
-    }
-    b.finish_v3().expect("build")
+    trie_finished_by(keys, TrieBuilder::finish_v3)
 }
 
 /// Checks every query against the model, in the current format and in the

@@ -7,7 +7,8 @@
 //! followed by the bytes padded with zeros to a whole word. A packed array
 //! of fixed-width integers (the [`pith_enc::packed`] bit stream) is stored as
 //! `count | width | words[ceil(count * width / 64) + 1]`: one trailing zero
-//! word after the stream, as this format has always had.
+//! word after the stream, as this format has always had. A label *entry*
+//! inside a byte array is a LEB128 length, then that many bytes.
 
 use pith_enc::le;
 use pith_enc::packed::{self, Packed};
@@ -92,6 +93,21 @@ impl<'a> WordReader<'a> {
     pub(crate) fn is_empty(&self) -> bool {
         self.pos == self.words.len()
     }
+}
+
+/// Appends an entry: `bytes`' length as a LEB128 varint, then `bytes`.
+pub(crate) fn push_entry(out: &mut Vec<u8>, bytes: &[u8]) {
+    pith_enc::varint::put(out, bytes.len() as u64);
+    out.extend_from_slice(bytes);
+}
+
+/// The entry at the start of `bytes` and what follows it, or `None` when
+/// its length is cut off or runs past the end.
+#[inline(always)]
+pub(crate) fn split_entry(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (len, tail) = pith_enc::varint::get(bytes)?;
+    let len = usize::try_from(len).ok()?;
+    Some((tail.get(..len)?, tail.get(len..)?))
 }
 
 /// Appends a length word and `bytes` zero-padded to a whole number of words.
