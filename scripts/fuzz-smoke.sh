@@ -27,14 +27,22 @@ cargo run -q --release -p pith-cli -- trie build --format keys --keys /tmp/pith-
 printf '%s\n' a c e g i k m o q s u w y > /tmp/pith-fuzz-dense.txt
 cargo run -q --release -p pith-cli -- trie build --format keys --keys /tmp/pith-fuzz-dense.txt --out fuzz/corpus/trie_open/dense-some.trie
 # Tries as written before format version 3 (the permutation), which
-# readers still open, and a dense one: the golden dumps of docs/format.md.
-for v in 1 2 4; do
+# readers still open, a dense one, version 5 (label blocks; the Debian
+# sample's trie is version 6, copied tails) and version 6's dump (a copy
+# in a trie of three keys): the golden dumps of docs/format.md.
+for v in 1 2 4 5 6; do
   python3 - "$v" > "fuzz/corpus/trie_open/golden-v$v.trie" <<'PY'
 import re, sys
 doc = open("docs/format.md").read()
 block = doc.split("```text golden-trie-v" + sys.argv[1] + "\n", 1)[1].split("```", 1)[0]
-hexes = [h for line in block.splitlines() for h in line.split(":")[-1].split()]
-sys.stdout.buffer.write(bytes(int(h, 16) for h in hexes))
+out = bytearray()
+for line in block.splitlines():
+    hexes = line.split(": ", 1)[-1].split()
+    if hexes[:1] == ["zeros"]:
+        out += bytes(int(hexes[1]))
+    else:
+        out += bytes(int(h, 16) for h in hexes)
+sys.stdout.buffer.write(out)
 PY
 done
 cp fuzz/corpus/trie_open/*.trie fuzz/corpus/trie_structure/

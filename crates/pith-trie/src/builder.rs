@@ -33,7 +33,7 @@ use crate::format::{
     write_header, AlignedBytes, FormatVersion, Header, FLAG_ROOT_TERMINAL, FLAG_SHARED_LABELS,
     HEADER_BYTES,
 };
-use crate::labels::{write_labels, Layout};
+use crate::labels::{write_labels, Copies, Layout};
 use crate::levels::write_levels;
 use crate::perm::write_perm;
 
@@ -41,9 +41,17 @@ use crate::perm::write_perm;
 /// before (tests of their readers only).
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Target {
-    /// Version 5 (or 4 for dense keys; 3 when the labels are too large
-    /// for version 5's blocks).
+    /// Version 6 (or 5 when no label is a copy or the labels are shared;
+    /// 4 for dense keys; 3 when the labels are too large for the blocks).
     Current,
+    /// Version 6 wherever a label is shorter as a copy, with a table of
+    /// no symbols.
+    #[cfg(any(test, feature = "fuzzing"))]
+    Copies,
+    /// Version 5 (or 4 for dense keys; 3 when the labels are too large
+    /// for the blocks).
+    #[cfg_attr(not(any(test, feature = "fuzzing")), allow(dead_code))]
+    V5,
     /// Version 3 (or 4 for dense keys).
     #[cfg_attr(not(any(test, feature = "fuzzing")), allow(dead_code))]
     V3,
@@ -194,9 +202,25 @@ impl TrieBuilder {
         self.finish_as(Target::V3)
     }
 
+    /// Builds the trie with every label that is shorter as a copy written
+    /// as one (version 6 if any is), coded by a table of no symbols (every
+    /// byte escaped): small tries with copies, for golden bytes and tests.
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub fn finish_with_copies(self) -> Result<AlignedBytes> {
+        self.finish_as(Target::Copies)
+    }
+
+    /// Builds the trie as written before format version 6 (version 5, or
+    /// 3 or 4 as [`TrieBuilder::finish`] would), for tests of the readers
+    /// of those files.
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub fn finish_v5(self) -> Result<AlignedBytes> {
+        self.finish_as(Target::V5)
+    }
+
     /// Builds the trie: dense integer keys (version 4) when they are, or
     /// else a LOUDS trie, its key ids as a permutation (versions 1 and 2,
-    /// [`Target::Legacy`]) or by level (versions 3 and 5).
+    /// [`Target::Legacy`]) or by level (versions 3, 5 and 6).
     fn finish_as(mut self, target: Target) -> Result<AlignedBytes> {
         let legacy = target == Target::Legacy;
         // No key comes after these: the last page's room for more (up to
@@ -294,7 +318,14 @@ impl TrieBuilder {
         edges.write(&mut words)?;
         drop(edges);
         let labels = tails.iter().map(|(k, s, e)| &self.key(k)[s..e]);
-        let layout = write_labels(&mut words, labels, target == Target::Current)?;
+        let (blocks, copies) = match target {
+            Target::Current => (true, Copies::WherePaying),
+            #[cfg(any(test, feature = "fuzzing"))]
+            Target::Copies => (true, Copies::Always),
+            Target::V5 => (true, Copies::Never),
+            Target::V3 | Target::Legacy => (false, Copies::Never),
+        };
+        let layout = write_labels(&mut words, labels, blocks, copies)?;
         drop(tails);
         // The key ids need only the levels: the keys go before they are
         // written (the output may double its capacity then).
@@ -309,20 +340,21 @@ impl TrieBuilder {
             write_perm(&mut words, &pi);
             match layout {
                 Layout::Shared => FormatVersion::V2,
-                Layout::Inline | Layout::Blocks => FormatVersion::V1,
+                Layout::Inline | Layout::Blocks | Layout::Copies => FormatVersion::V1,
             }
         } else {
             levels.write(&mut words, &edge_start, &term_start);
             match layout {
                 Layout::Shared => {
                     flags |= FLAG_SHARED_LABELS;
-                    if target == Target::Current {
-                        FormatVersion::V5
-                    } else {
+                    if target == Target::V3 {
                         FormatVersion::V3
+                    } else {
+                        FormatVersion::V5
                     }
                 }
                 Layout::Blocks => FormatVersion::V5,
+                Layout::Copies => FormatVersion::V6,
                 // Written before version 5, or pools too large for the
                 // blocks.
                 Layout::Inline => FormatVersion::V3,

@@ -242,6 +242,11 @@ impl<'a> Blocks<'a> {
         Ok(Blocks { words, count })
     }
 
+    /// The number of labels.
+    pub(crate) fn len(&self) -> usize {
+        self.count
+    }
+
     /// Bytes of the blocks.
     pub(crate) fn size_bytes(&self) -> usize {
         self.words.len() * 8

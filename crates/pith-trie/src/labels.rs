@@ -48,9 +48,10 @@ use std::collections::HashMap;
 
 use pith_enc::packed::{bits_for, Packed};
 
+use crate::copies::{self, Chooser, COPY};
 use crate::error::{Error, Result};
 use crate::label_blocks::{Blocks, BlocksWriter};
-use crate::symbols::{LabelCmp, SymbolTable, Symbols};
+use crate::symbols::{Code, LabelCmp, Mode, SymbolTable, Symbols};
 use crate::words::{
     corrupt, packed_bytes, packed_words, push_bytes, push_entry, push_packed, push_packed_iter,
     split_entry, ByteWords, WordReader,
@@ -64,6 +65,14 @@ const SAMPLE: usize = 64;
 /// (numerator, denominator); against blocks, when it is smaller.
 pub(crate) const SHARED_GAIN: (usize, usize) = (7, 8);
 
+/// Copies are written only where the labels' ends they would copy (by
+/// [`Chooser::kept_before_training`]) are at least this share of the
+/// label bytes (numerator, denominator): 23% on the Debian keys and
+/// package files, 47% on this machine's file paths, but 6% on the Debian
+/// URLs, whose 0.6% smaller pool cost 2-7% slower lookups (a copy is a
+/// second label to read).
+const COPIED_SHARE: (usize, usize) = (1, 8);
+
 /// Which layout the labels were written in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Layout {
@@ -76,25 +85,44 @@ pub(crate) enum Layout {
     /// One store entry per label, found by blocks of lengths (format
     /// version 5, see [`crate::label_blocks`]).
     Blocks,
+    /// Blocks, where a label may copy the end of a recent one (format
+    /// version 6, see [`crate::copies`]).
+    Copies,
+}
+
+/// Whether labels may be written as copies ([`Layout::Copies`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Copies {
+    /// Never (files of format version 5 and before).
+    Never,
+    /// Where they would copy enough ([`COPIED_SHARE`]) and a symbol table
+    /// codes the labels.
+    WherePaying,
+    /// Wherever a copy is shorter, with a table of no symbols (every byte
+    /// escaped): small tries with copies, for golden bytes and tests.
+    #[cfg(any(test, feature = "fuzzing"))]
+    Always,
 }
 
 /// Encodes labels in the smaller layout (see [`SHARED_GAIN`]) and says
 /// which. The one-entry-per-label layout is [`Layout::Blocks`] where
-/// `blocks` allows and the pools fit it, [`Layout::Inline`] otherwise.
+/// `blocks` allows and the pools fit it ([`Layout::Copies`] where some
+/// label is a copy, as `copies` allows), [`Layout::Inline`] otherwise.
 pub(crate) fn write_labels<'k>(
     out: &mut Vec<u64>,
     labels: impl ExactSizeIterator<Item = &'k [u8]> + Clone,
     blocks: bool,
+    copies: Copies,
 ) -> Result<Layout> {
     if !repeats_may_pay(labels.clone()) {
-        return write_one_per_label(out, labels, blocks);
+        return write_one_per_label(out, labels, blocks, copies);
     }
     let (distinct, refs) = dedup(labels.clone());
     let mut shared = Vec::new();
     write_entries(&mut shared, &distinct, &refs);
     drop((distinct, refs));
     let mut inline = Vec::new();
-    let layout = write_one_per_label(&mut inline, labels, blocks)?;
+    let layout = write_one_per_label(&mut inline, labels, blocks, copies)?;
     let keep_shared = match layout {
         Layout::Inline => shared.len() * SHARED_GAIN.1 <= inline.len() * SHARED_GAIN.0,
         _ => shared.len() < inline.len(),
@@ -108,17 +136,18 @@ pub(crate) fn write_labels<'k>(
     }
 }
 
-/// Writes one entry per label: in blocks if `blocks` and the pools fit
-/// them, else with sampled offsets.
+/// Writes one entry per label: in blocks (with copies as `copies`
+/// allows) if `blocks` and the pools fit them, else with sampled offsets.
 fn write_one_per_label<'k>(
     out: &mut Vec<u64>,
     labels: impl ExactSizeIterator<Item = &'k [u8]> + Clone,
     blocks: bool,
+    copies: Copies,
 ) -> Result<Layout> {
     if blocks {
         let start = out.len();
-        match write_blocks(out, labels.clone()) {
-            Ok(()) => return Ok(Layout::Blocks),
+        match write_blocks(out, labels.clone(), copies) {
+            Ok(layout) => return Ok(layout),
             Err(Error::TooLarge { .. }) => out.truncate(start),
             Err(e) => return Err(e),
         }
@@ -128,28 +157,36 @@ fn write_one_per_label<'k>(
 }
 
 /// Encodes labels in the blocks layout: the table, the blocks, the pool
-/// and the long pool (see [`encode_pool`]).
+/// and the long pool (see [`encode_pool`]), with copies as `copies`
+/// allows; [`Layout::Copies`] if a label is one.
 fn write_blocks<'k>(
     out: &mut Vec<u64>,
     labels: impl ExactSizeIterator<Item = &'k [u8]> + Clone,
-) -> Result<()> {
+    copies: Copies,
+) -> Result<Layout> {
     let mut blocks = BlocksWriter::default();
     let mut pointer = [0; 4];
-    let (pool_at, _) = encode_pool(out, labels, |pool, code| {
+    let (pool_at, _, copied) = encode_pool(out, labels, copies, |pool, code| {
         pool.put(blocks.push(pool.len(), code, &mut pointer)?);
         Ok(())
     })?;
     let (words, long) = blocks.finish();
     push_bytes(out, &long);
     insert_words(out, pool_at, &words);
-    Ok(())
+    Ok(if copied > 0 {
+        Layout::Copies
+    } else {
+        Layout::Blocks
+    })
 }
 
 /// Writes the symbol table trained on `labels`, then the pool: each
 /// label's codes handed to `put` in order, with the pool as written so
-/// far, to append what the layout keeps for it. Returns where the pool
-/// starts in `out` (its length word), for the index words the layout
-/// moves in front of it, and the pool's length.
+/// far, to append what the layout keeps for it. With `copies`, the table
+/// leaves code [`COPY`] free and a label's codes are those of a copy
+/// where that is shorter ([`Chooser`]). Returns where the pool starts in
+/// `out` (its length word), for the index words the layout moves in
+/// front of it, the pool's length and how many labels are copies.
 ///
 /// The labels are encoded once, straight into `out` after the table
 /// (room reserved by the table's estimate); the index, which the format
@@ -162,9 +199,35 @@ fn write_blocks<'k>(
 fn encode_pool<'k>(
     out: &mut Vec<u64>,
     labels: impl ExactSizeIterator<Item = &'k [u8]> + Clone,
+    copies: Copies,
     mut put: impl FnMut(&mut ByteWords<'_>, &[u8]) -> Result<()>,
-) -> Result<(usize, usize)> {
-    let table = SymbolTable::train(labels.clone());
+) -> Result<(usize, usize, usize)> {
+    // With copies, the table is trained on what they will leave to code;
+    // unless they would copy too little to pay for what a copy costs a
+    // lookup (see [`COPIED_SHARE`]).
+    let mut table = None;
+    #[cfg(any(test, feature = "fuzzing"))]
+    if copies == Copies::Always {
+        table = Some(SymbolTable::escapes_only());
+    }
+    if copies == Copies::WherePaying {
+        let mut chooser = Chooser::new();
+        let kept: Vec<usize> = labels
+            .clone()
+            .map(|l| chooser.kept_before_training(l))
+            .collect();
+        let raw: usize = labels.clone().map(<[u8]>::len).sum();
+        let copied = raw - kept.iter().sum::<usize>();
+        if copied * COPIED_SHARE.1 >= raw * COPIED_SHARE.0 {
+            let residual = labels.clone().zip(&kept).map(|(l, &k)| &l[..k]);
+            table = Some(SymbolTable::train_codes(residual, usize::from(COPY)));
+        }
+    }
+    // Only a table that leaves code 254 free can have copies, and a
+    // table-less pool holds raw bytes, where 254 is a byte like any.
+    let copying = table.is_some();
+    let table = table.unwrap_or_else(|| SymbolTable::train(labels.clone()));
+    let mut chooser = (copying && table.mode == Mode::Symbols).then(Chooser::new);
     let raw: usize = labels.clone().map(<[u8]>::len).sum();
     table.write(out);
     let pool_at = out.len();
@@ -172,11 +235,19 @@ fn encode_pool<'k>(
     let mut pool = ByteWords::new(out);
     let mut code = Vec::new();
     for label in labels {
-        code.clear();
-        table.encode(label, &mut code);
+        match &mut chooser {
+            Some(chooser) => {
+                chooser.encode(&table, label, &mut code);
+            }
+            None => {
+                code.clear();
+                table.encode(label, &mut code);
+            }
+        }
         put(&mut pool, &code)?;
     }
-    Ok((pool_at, pool.finish()))
+    let copied = chooser.map_or(0, |c| c.copies);
+    Ok((pool_at, pool.finish(), copied))
 }
 
 /// Whether the labels repeat enough for the shared layout to be worth
@@ -268,7 +339,7 @@ fn write_store<'k>(
         Ok(())
     };
     let mut i = 0;
-    let (pool_at, pool_len) = encode_pool(out, labels, |pool, code| {
+    let (pool_at, pool_len, _) = encode_pool(out, labels, Copies::Never, |pool, code| {
         record(i, pool.len())?;
         i += 1;
         pool.put(code);
@@ -322,8 +393,13 @@ enum Index<'a> {
     },
     /// Shared: the entry at byte `refs[i]`, a varint length then the codes.
     Refs(Packed<'a>),
-    /// Blocks of lengths, and the long labels' pool.
-    Blocks { blocks: Blocks<'a>, long: &'a [u8] },
+    /// Blocks of lengths, and the long labels' pool; `copies` when a
+    /// label may be a copy ([`Layout::Copies`] with a symbol table).
+    Blocks {
+        blocks: Blocks<'a>,
+        long: &'a [u8],
+        copies: bool,
+    },
 }
 
 /// Offset `i` of the inline layout.
@@ -363,11 +439,22 @@ impl<'a> Labels<'a> {
                 }
                 (Index::Refs(refs), pool)
             }
-            Layout::Blocks => {
+            Layout::Blocks | Layout::Copies => {
                 let blocks = Blocks::read(r, count)?;
                 let pool = r.bytes("label pool")?;
                 let long = r.bytes("long label pool")?;
-                (Index::Blocks { blocks, long }, pool)
+                let copies = layout == Layout::Copies && symbols.mode() == Mode::Symbols;
+                if copies && symbols.symbol(COPY).1 != 0 {
+                    return Err(corrupt(at, "the symbol table codes the copy code 254"));
+                }
+                (
+                    Index::Blocks {
+                        blocks,
+                        long,
+                        copies,
+                    },
+                    pool,
+                )
             }
         };
         Ok(Labels {
@@ -425,7 +512,45 @@ impl<'a> Labels<'a> {
                     }
                 }
             }
-            Index::Blocks { blocks, long } => blocks.validate(self.pool, long, self.at)?,
+            Index::Blocks {
+                blocks,
+                long,
+                copies,
+            } => {
+                blocks.validate(self.pool, long, self.at)?;
+                if copies {
+                    self.validate_copies(blocks.len())?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks every copy (see [`crate::copies`]): it has its distance
+    /// byte, the label it copies from exists and is no copy, and the copy
+    /// leaves out fewer bytes than that label has (so copies something).
+    fn validate_copies(&self, count: usize) -> Result<()> {
+        for i in 0..count {
+            let code = self.code(i);
+            if !copies::is_copy(code) {
+                continue;
+            }
+            let bad = |what: &str| corrupt(self.at, format!("label {i} is a copy {what}"));
+            let Some((distance, skip, _)) = copies::split(code) else {
+                return Err(bad("without its distance byte"));
+            };
+            let Some(from) = i.checked_sub(distance) else {
+                return Err(bad("of a label before the first"));
+            };
+            let from = self.code(from);
+            if copies::is_copy(from) {
+                return Err(bad("of a copy"));
+            }
+            let mut len = Vec::new();
+            self.symbols.decode(from, &mut len);
+            if skip >= len.len() {
+                return Err(bad("of nothing (it skips the whole label)"));
+            }
         }
         Ok(())
     }
@@ -439,7 +564,9 @@ impl<'a> Labels<'a> {
         let index = match &self.index {
             Index::Offsets { bases, deltas } => packed_bytes(bases) + packed_bytes(deltas),
             Index::Refs(refs) => packed_bytes(refs),
-            Index::Blocks { blocks, long } => blocks.size_bytes() + 8 + long.len().div_ceil(8) * 8,
+            Index::Blocks { blocks, long, .. } => {
+                blocks.size_bytes() + 8 + long.len().div_ceil(8) * 8
+            }
         };
         8 + table + index + 8 + self.pool.len().div_ceil(8) * 8
     }
@@ -465,11 +592,11 @@ impl<'a> Labels<'a> {
         }
     }
 
-    /// The encoded label `i`; empty for `i` past the last label, or offsets
-    /// or refs that do not delimit a slice of the pool (bytes not yet
-    /// validated).
+    /// The stored codes of label `i`; empty for `i` past the last label,
+    /// or offsets or refs that do not delimit a slice of the pool (bytes
+    /// not yet validated).
     #[inline(always)]
-    pub(crate) fn code(&self, i: usize) -> &'a [u8] {
+    fn code(&self, i: usize) -> &'a [u8] {
         match self.index {
             Index::Offsets { bases, deltas } => {
                 if i + 1 >= deltas.len() {
@@ -485,20 +612,62 @@ impl<'a> Labels<'a> {
                     .and_then(split_entry);
                 entry.map_or(&[], |(label, _)| label)
             }
-            Index::Blocks { blocks, long } => blocks.label(i, self.pool, long),
+            Index::Blocks { blocks, long, .. } => blocks.label(i, self.pool, long),
+        }
+    }
+
+    /// Label `i`'s codes, with those of the label it copies from if it is
+    /// a copy. A copy of a label that does not exist or is a copy itself
+    /// (bytes not validated) copies nothing.
+    #[inline(always)]
+    pub(crate) fn label(&self, i: usize) -> Code<'a> {
+        let code = self.code(i);
+        let Index::Blocks { copies: true, .. } = self.index else {
+            return Code::whole(code);
+        };
+        self.resolve(i, code)
+    }
+
+    /// Label `i`'s codes from its stored `code`, in a layout with copies.
+    #[inline(always)]
+    fn resolve(&self, i: usize, code: &'a [u8]) -> Code<'a> {
+        match copies::split(code) {
+            None => Code::whole(code),
+            Some((distance, skip, own)) => {
+                let from = i.checked_sub(distance).map_or(&[][..], |j| self.code(j));
+                Code {
+                    own,
+                    copied: if copies::is_copy(from) { &[] } else { from },
+                    skip,
+                }
+            }
         }
     }
 
     /// Appends label `i` to `out`.
     #[inline(always)]
     pub(crate) fn decode(&self, i: usize, out: &mut Vec<u8>) {
-        self.symbols.decode(self.code(i), out);
+        self.symbols.decode_label(&self.label(i), out);
     }
 
     /// Compares label `i` with the start of `query`.
     #[inline(always)]
     pub(crate) fn compare(&self, i: usize, query: &[u8]) -> LabelCmp {
-        self.symbols.compare(self.code(i), query)
+        let code = self.code(i);
+        if let Index::Blocks { copies: true, .. } = self.index {
+            if copies::is_copy(code) {
+                return self.compare_copy(i, code, query);
+            }
+        }
+        self.symbols.compare(code, query)
+    }
+
+    /// [`Labels::compare`] for a label stored as a copy, `code`: out of
+    /// line, so the labels coded whole (most of them) keep the short path
+    /// they had before copies.
+    #[inline(never)]
+    fn compare_copy(&self, i: usize, code: &'a [u8], query: &[u8]) -> LabelCmp {
+        self.symbols.compare_label(&self.resolve(i, code), query)
     }
 }
 
@@ -516,10 +685,10 @@ mod tests {
                 .collect();
             let iter = || labels.iter().map(Vec::as_slice);
             let mut out = Vec::new();
-            let layout = write_labels(&mut out, iter(), true).unwrap();
+            let layout = write_labels(&mut out, iter(), true, Copies::Never).unwrap();
             let mut blocks = Vec::new();
             assert_eq!(
-                write_one_per_label(&mut blocks, iter(), true).unwrap(),
+                write_one_per_label(&mut blocks, iter(), true, Copies::Never).unwrap(),
                 Layout::Blocks
             );
             let (d, refs) = dedup(iter());
@@ -541,6 +710,142 @@ mod tests {
             };
             assert_eq!(layout, want, "{distinct}");
         }
+    }
+
+    /// Labels of Debian-like keys: package names whose ends repeat a
+    /// version among neighbours.
+    fn versioned_labels() -> Vec<Vec<u8>> {
+        (0..4000u64)
+            .map(|i| {
+                let name = ["", "-doc", "-dev", "-common-data"][i as usize % 4];
+                // A version per four labels, with digits no table codes
+                // whole.
+                let v = (i / 4).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20;
+                let (a, b, c) = (v % 97, v / 97 % 1000, v / 97_000 % 89);
+                format!("{name}/{a}.{b}.{c}-{}", i / 4 % 3).into_bytes()
+            })
+            .collect()
+    }
+
+    fn to_words(bytes: &[u8]) -> Vec<u64> {
+        bytes
+            .chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    }
+
+    fn read_copies(words: &[u64], count: usize) -> Labels<'_> {
+        let mut r = WordReader::new(words, 0);
+        Labels::read(&mut r, count, Layout::Copies).unwrap()
+    }
+
+    #[test]
+    fn copies_decode_compare_and_are_smaller() {
+        let labels = versioned_labels();
+        let iter = || labels.iter().map(Vec::as_slice);
+        let mut out = Vec::new();
+        assert_eq!(
+            write_one_per_label(&mut out, iter(), true, Copies::WherePaying).unwrap(),
+            Layout::Copies
+        );
+        let mut plain = Vec::new();
+        assert_eq!(
+            write_one_per_label(&mut plain, iter(), true, Copies::Never).unwrap(),
+            Layout::Blocks
+        );
+        assert!(
+            out.len() * 20 < plain.len() * 19,
+            "{} {}",
+            out.len(),
+            plain.len()
+        );
+        let read = read_copies(&out, labels.len());
+        read.validate().unwrap();
+        let copies = (0..labels.len())
+            .filter(|&i| copies::is_copy(read.code(i)))
+            .count();
+        assert!(copies > labels.len() / 2, "{copies}");
+        for (i, label) in labels.iter().enumerate() {
+            let mut back = Vec::new();
+            read.decode(i, &mut back);
+            assert_eq!(&back, label, "{i}");
+            assert_eq!(read.compare(i, label), LabelCmp::Prefix(label.len()));
+            let longer = [label.as_slice(), b"/x"].concat();
+            assert_eq!(read.compare(i, &longer), LabelCmp::Prefix(label.len()));
+            let shorter = &label[..label.len() - 1];
+            assert_eq!(read.compare(i, shorter), LabelCmp::Greater);
+            // Differing in the last byte, inside the copied end.
+            let mut less = label.clone();
+            *less.last_mut().unwrap() -= 1;
+            assert_eq!(read.compare(i, &less), LabelCmp::Greater);
+            *less.last_mut().unwrap() += 2;
+            assert_eq!(read.compare(i, &less), LabelCmp::Less);
+        }
+    }
+
+    /// Each way a copy can be wrong is refused by validation, and reads
+    /// of the wrong bytes stay in bounds.
+    #[test]
+    fn validation_refuses_bad_copies() {
+        let labels = versioned_labels();
+        let mut out = Vec::new();
+        write_one_per_label(
+            &mut out,
+            labels.iter().map(Vec::as_slice),
+            true,
+            Copies::WherePaying,
+        )
+        .unwrap();
+        let read = read_copies(&out, labels.len());
+        let pool_at = read.pool.as_ptr() as usize - out.as_ptr() as usize;
+        let copy_at = |i: usize| -> Option<usize> {
+            let code = read.code(i);
+            copies::is_copy(code)
+                .then(|| pool_at + (code.as_ptr() as usize - read.pool.as_ptr() as usize) + 1)
+        };
+        let first = (0..labels.len())
+            .find_map(|i| copy_at(i).map(|at| (i, at)))
+            .unwrap();
+        let (later, later_at) = (first.0 + 1..labels.len())
+            .find_map(|j| copy_at(j).filter(|_| j - first.0 <= 16).map(|at| (j, at)))
+            .unwrap();
+        let short = labels.iter().map(Vec::len).min().unwrap();
+        assert!(short <= 15);
+        let cases: Vec<(usize, u8, &str)> = vec![
+            // Sixteen back from a label before the 16th.
+            (first.1, 0xF0, "before the first"),
+            // Copying the earlier copy.
+            (later_at, ((later - first.0 - 1) as u8) << 4, "of a copy"),
+        ];
+        let mut bytes: Vec<u8> = bytemuck::cast_slice(&out).to_vec();
+        assert!(first.0 < 16, "{first:?}");
+        for (at, byte, what) in cases {
+            let saved = bytes[at];
+            bytes[at] = byte;
+            let words: Vec<u64> = to_words(&bytes);
+            let bad = read_copies(&words, labels.len());
+            let err = bad.validate().unwrap_err().to_string();
+            assert!(err.contains(what), "{what}: {err}");
+            for (i, label) in labels.iter().enumerate() {
+                let mut back = Vec::new();
+                bad.decode(i, &mut back);
+                let _ = bad.compare(i, label);
+            }
+            bytes[at] = saved;
+        }
+        // Skipping every byte of the label copied from: the shortest
+        // label, copied by a later one.
+        let target = (0..labels.len())
+            .find(|&i| labels[i].len() == short && !copies::is_copy(read.code(i)))
+            .unwrap();
+        let (j, at) = (target + 1..labels.len())
+            .filter(|&j| j - target <= 16)
+            .find_map(|j| copy_at(j).map(|at| (j, at)))
+            .unwrap();
+        bytes[at] = ((j - target - 1) as u8) << 4 | short as u8;
+        let words: Vec<u64> = to_words(&bytes);
+        let err = read_copies(&words, labels.len()).validate().unwrap_err();
+        assert!(err.to_string().contains("of nothing"), "{err}");
     }
 
     #[test]

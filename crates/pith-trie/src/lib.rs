@@ -98,6 +98,7 @@ compile_error!(
 
 mod bitvec;
 mod builder;
+mod copies;
 mod cpu;
 mod cursor;
 mod dense;

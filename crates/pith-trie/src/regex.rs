@@ -40,7 +40,7 @@ use regex_automata::{Anchored, MatchKind};
 
 use crate::edges::TERM;
 use crate::error::{Error, Result};
-use crate::symbols::{LabelCmp, Mode, Symbols, ESCAPE};
+use crate::symbols::{Code, LabelCmp, Mode, Symbols, ESCAPE};
 use crate::trie::Trie;
 
 /// Largest DFA a pattern may compile to.
@@ -155,7 +155,7 @@ struct Frame<'a> {
     /// The label of the edge whose child node's edges these are: its
     /// first byte and its encoded rest (spelled when a match below it
     /// needs its key).
-    label: (u8, &'a [u8]),
+    label: (u8, Code<'a>),
     /// The last child node entered from this frame and the end of its
     /// edges: the next internal sibling's children start there, which
     /// spares a select when siblings are entered in turn.
@@ -190,14 +190,33 @@ impl CodeSteps {
         &mut self,
         trie: &Trie<'_>,
         re: &KeyRegex,
-        (first, code): (u8, &[u8]),
+        (first, code): (u8, Code<'_>),
         s: StateID,
     ) -> Option<StateID> {
-        let mut s = re.dfa.next_state(s, first);
+        let s = re.dfa.next_state(s, first);
         let symbols = trie.labels.symbols();
         if symbols.mode() == Mode::Raw {
-            return re.feed(s, code);
+            // No copies without a table.
+            return re.feed(s, code.own);
         }
+        let mut s = self.feed_codes(re, &symbols, code.own, s);
+        if !code.copied.is_empty() {
+            let (partial, rest) = symbols.skip(code.copied, code.skip);
+            s = feed_symbol(re, s, partial);
+            s = self.feed_codes(re, &symbols, rest, s);
+        }
+        re.alive(s)
+    }
+
+    /// The state after the symbols of `code` from `s`.
+    #[inline]
+    fn feed_codes(
+        &mut self,
+        re: &KeyRegex,
+        symbols: &Symbols<'_>,
+        code: &[u8],
+        mut s: StateID,
+    ) -> StateID {
         let mut i = 0;
         while let Some(&c) = code.get(i) {
             if c == ESCAPE {
@@ -206,11 +225,11 @@ impl CodeSteps {
                 }
                 i += 2;
             } else {
-                s = self.step(re, &symbols, s, c);
+                s = self.step(re, symbols, s, c);
                 i += 1;
             }
         }
-        re.alive(s)
+        s
     }
 
     /// The state after code `c`'s symbol from `s`.
@@ -333,7 +352,7 @@ impl<'a> Trie<'a> {
                 end: t,
                 state: re.borrow().start,
                 key_len: 0,
-                label: (0, &[]),
+                label: (0, Code::default()),
                 last_child: (0, 0),
                 level: 1,
             });
@@ -396,7 +415,7 @@ impl<'a> Trie<'a> {
                 end,
                 state,
                 key_len: pos,
-                label: (0, &[]),
+                label: (0, Code::default()),
                 last_child: (0, 0),
                 level,
             };
@@ -491,7 +510,7 @@ impl<R: Borrow<KeyRegex>> RegexWalk<'_, '_, R> {
             frame.next += 1;
             self.stats.visited_edges += 1;
             let (parent, level) = (frame.state, frame.level);
-            let label = (trie.edges.label(e), trie.tail_code(e).unwrap_or(&[]));
+            let label = (trie.edges.label(e), trie.tail_code(e).unwrap_or_default());
             let stays = self.universal.check(re, parent);
             let state = if stays {
                 parent // every byte leads the state back to itself
@@ -538,7 +557,7 @@ impl<R: Borrow<KeyRegex>> RegexWalk<'_, '_, R> {
 
     /// Sets `key` to the key ending with `label` below frame `at`,
     /// decoding the labels of the frames above it not spelled yet.
-    fn spell(&mut self, at: usize, label: (u8, &[u8])) {
+    fn spell(&mut self, at: usize, label: (u8, Code<'_>)) {
         let symbols = self.trie.labels.symbols();
         while self.decoded <= at {
             let j = self.decoded;
@@ -548,13 +567,13 @@ impl<R: Borrow<KeyRegex>> RegexWalk<'_, '_, R> {
             self.key.truncate(above);
             let (first, code) = self.stack[j].label;
             self.key.push(first);
-            symbols.decode(code, &mut self.key);
+            symbols.decode_label(&code, &mut self.key);
             self.stack[j].key_len = self.key.len();
             self.decoded += 1;
         }
         self.key.truncate(self.stack[at].key_len);
         self.key.push(label.0);
-        symbols.decode(label.1, &mut self.key);
+        symbols.decode_label(&label.1, &mut self.key);
     }
 
     /// Starts the dense walk over the integers `lo..=hi`.

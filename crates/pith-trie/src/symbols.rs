@@ -30,6 +30,8 @@ use crate::error::Result;
 use crate::words::{corrupt, push_bytes, WordReader};
 
 pub(crate) const ESCAPE: u8 = 255;
+/// Symbols a table holds on disk (codes `0..255`; unused ones have
+/// length 0).
 const MAX_SYMBOLS: usize = 255;
 /// Bytes of labels sampled for training.
 const SAMPLE_BYTES: usize = 1 << 16;
@@ -224,6 +226,24 @@ impl SymbolTable {
     /// Trains a table on a sample of `labels`; falls back to raw storage when
     /// the table would not save space on the sample.
     pub(crate) fn train<'k>(labels: impl ExactSizeIterator<Item = &'k [u8]> + Clone) -> Self {
+        Self::train_codes(labels, MAX_SYMBOLS)
+    }
+
+    /// A table of no symbols: every byte an escape and its literal (small
+    /// tries with copies, for golden bytes and tests).
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub(crate) fn escapes_only() -> Self {
+        SymbolTable::from_symbols(Mode::Symbols, &[])
+    }
+
+    /// [`SymbolTable::train`] with at most `max_symbols` symbols (codes
+    /// `0..max_symbols`), leaving the codes from `max_symbols` to 254 for
+    /// the labels' layout (see [`crate::copies`]).
+    pub(crate) fn train_codes<'k>(
+        labels: impl ExactSizeIterator<Item = &'k [u8]> + Clone,
+        max_symbols: usize,
+    ) -> Self {
+        let max_symbols = max_symbols.min(MAX_SYMBOLS);
         let total: usize = labels.clone().map(<[u8]>::len).sum();
         let step = total.div_ceil(SAMPLE_BYTES).max(1);
         let sample: Vec<&[u8]> = labels.step_by(step).collect();
@@ -302,10 +322,10 @@ impl SymbolTable {
                 }
             }
             cands.sort_unstable_by(order);
-            let mut chosen: Vec<(u64, u8)> = Vec::with_capacity(MAX_SYMBOLS);
+            let mut chosen: Vec<(u64, u8)> = Vec::with_capacity(max_symbols);
             let mut seen = std::collections::HashSet::new();
             for (_, s, l) in cands {
-                if chosen.len() == MAX_SYMBOLS {
+                if chosen.len() == max_symbols {
                     break;
                 }
                 if seen.insert((s, l)) {
@@ -348,6 +368,28 @@ pub(crate) struct Symbols<'a> {
     mode: Mode,
     syms: &'a [u64],
     lens: &'a [u8],
+}
+
+/// A stored label's codes: its own, then, for a label that copies the
+/// end of an earlier one (format version 6, [`crate::copies`]), the codes
+/// of the label copied from, whose first `skip` decoded bytes are left
+/// out. `copied` is empty for a label coded whole.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Code<'a> {
+    pub(crate) own: &'a [u8],
+    pub(crate) copied: &'a [u8],
+    pub(crate) skip: usize,
+}
+
+impl<'a> Code<'a> {
+    /// A label coded whole.
+    pub(crate) fn whole(own: &'a [u8]) -> Self {
+        Code {
+            own,
+            copied: &[],
+            skip: 0,
+        }
+    }
 }
 
 /// Outcome of comparing a stored label with the front of a query.
@@ -450,24 +492,98 @@ impl<'a> Symbols<'a> {
                 (self.syms[c as usize], self.lens[c as usize] as usize)
             };
             i += 1;
-            let rest = &query[pos..];
-            let q = le::u64_padded(rest);
-            let diff = (q ^ sym) & low_mask(len.min(rest.len()));
-            if diff != 0 {
-                let at = diff.trailing_zeros() / 8;
-                return if (sym >> (8 * at)) as u8 > (q >> (8 * at)) as u8 {
-                    LabelCmp::Greater
-                } else {
-                    LabelCmp::Less
-                };
-            }
-            if rest.len() < len {
-                return LabelCmp::Greater;
+            if let Some(order) = compare_symbol(sym, len, &query[pos..]) {
+                return order;
             }
             pos += len;
         }
         LabelCmp::Prefix(pos)
     }
+
+    /// The symbol at `code[i]` (an escape and its byte, or a table
+    /// code), its length and where the next code starts; length 0 past
+    /// the end.
+    #[inline(always)]
+    fn symbol_at(&self, code: &[u8], i: usize) -> (u64, usize, usize) {
+        match code.get(i) {
+            None => (0, 0, code.len()),
+            Some(&ESCAPE) => code
+                .get(i + 1)
+                .map_or((0, 0, code.len()), |&b| (u64::from(b), 1, i + 2)),
+            Some(&c) => {
+                let (sym, len) = self.symbol(c);
+                (sym, len, i + 1)
+            }
+        }
+    }
+
+    /// Leaves out the first `skip` decoded bytes of `code`: the rest of
+    /// the symbol they end inside (as a word and its length, `(0, 0)`
+    /// when they end at a code's end) and the codes after it.
+    #[inline]
+    pub(crate) fn skip<'c>(&self, code: &'c [u8], mut skip: usize) -> ((u64, usize), &'c [u8]) {
+        if self.mode == Mode::Raw {
+            return ((0, 0), code.get(skip..).unwrap_or(&[]));
+        }
+        let mut i = 0;
+        while skip > 0 && i < code.len() {
+            let (sym, len, next) = self.symbol_at(code, i);
+            i = next;
+            if skip < len {
+                return ((sym >> (8 * skip), len - skip), &code[i..]);
+            }
+            skip -= len;
+        }
+        ((0, 0), &code[i..])
+    }
+
+    /// Compares a stored label (see [`Code`]) with the start of `query`.
+    #[inline(always)]
+    pub(crate) fn compare_label(&self, code: &Code<'_>, query: &[u8]) -> LabelCmp {
+        let own = self.compare(code.own, query);
+        if code.copied.is_empty() {
+            return own;
+        }
+        let LabelCmp::Prefix(n) = own else {
+            return own;
+        };
+        let ((sym, len), rest) = self.skip(code.copied, code.skip);
+        if let Some(order) = compare_symbol(sym, len, &query[n..]) {
+            return order;
+        }
+        match self.compare(rest, &query[n + len..]) {
+            LabelCmp::Prefix(m) => LabelCmp::Prefix(n + len + m),
+            order => order,
+        }
+    }
+
+    /// Appends a stored label (see [`Code`]) to `out`.
+    #[inline(always)]
+    pub(crate) fn decode_label(&self, code: &Code<'_>, out: &mut Vec<u8>) {
+        self.decode(code.own, out);
+        if !code.copied.is_empty() {
+            let ((sym, len), rest) = self.skip(code.copied, code.skip);
+            out.extend_from_slice(&sym.to_le_bytes()[..len]);
+            self.decode(rest, out);
+        }
+    }
+}
+
+/// Compares symbol `sym` of `len` bytes with the start of `rest`: `None`
+/// when `rest` starts with it.
+#[inline(always)]
+fn compare_symbol(sym: u64, len: usize, rest: &[u8]) -> Option<LabelCmp> {
+    let q = le::u64_padded(rest);
+    let diff = (q ^ sym) & low_mask(len.min(rest.len()));
+    if diff != 0 {
+        let at = diff.trailing_zeros() / 8;
+        return Some(if (sym >> (8 * at)) as u8 > (q >> (8 * at)) as u8 {
+            LabelCmp::Greater
+        } else {
+            LabelCmp::Less
+        });
+    }
+    (rest.len() < len).then_some(LabelCmp::Greater)
 }
 
 /// [`Symbols::compare`] for labels stored raw.

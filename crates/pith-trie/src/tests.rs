@@ -35,10 +35,17 @@ fn v3_trie_of(keys: &BTreeSet<Vec<u8>>) -> AlignedBytes {
     trie_finished_by(keys, TrieBuilder::finish_v3)
 }
 
+/// The same trie in format version 5 (no label is a copy), which the
+/// readers must still answer from.
+fn v5_trie_of(keys: &BTreeSet<Vec<u8>>) -> AlignedBytes {
+    trie_finished_by(keys, TrieBuilder::finish_v5)
+}
+
 /// Checks every query against the model, in the current format and in the
 /// ones before.
 fn check_against_model(keys: &BTreeSet<Vec<u8>>, probes: &[Vec<u8>]) {
     check_bytes_against_model(&trie_of(keys), keys, probes);
+    check_bytes_against_model(&v5_trie_of(keys), keys, probes);
     check_bytes_against_model(&v3_trie_of(keys), keys, probes);
     check_bytes_against_model(&legacy_trie_of(keys), keys, probes);
 }
@@ -180,6 +187,41 @@ fn key_strategy() -> impl Strategy<Value = Vec<u8>> {
     ]
 }
 
+/// Keys that repeat their ends among neighbours, as Debian's do:
+/// packages of a source, each `name[-part]/version` with the source's
+/// version, so the builder writes labels as copies (version 6).
+fn versioned_keys() -> impl Strategy<Value = BTreeSet<Vec<u8>>> {
+    proptest::collection::vec(
+        (
+            "[a-e]{1,6}",
+            "[0-9]{1,3}\\.[0-9]{1,4}(\\+dfsg)?-[1-3]",
+            proptest::collection::vec(
+                prop_oneof![
+                    Just(""),
+                    Just("-dev"),
+                    Just("-doc"),
+                    Just("-common"),
+                    Just("-data"),
+                    Just("-utils"),
+                ],
+                1..6,
+            ),
+        ),
+        // Enough label bytes for a symbol table to pay (copies need one).
+        200..400,
+    )
+    .prop_map(|sources| {
+        sources
+            .iter()
+            .flat_map(|(name, version, parts)| {
+                parts
+                    .iter()
+                    .map(move |part| format!("{name}{part}/{version}").into_bytes())
+            })
+            .collect()
+    })
+}
+
 /// Keys that repeat whole labels, as file paths do: directories crossed
 /// with a few file names, so the builder picks shared labels (version 2).
 fn repeating_keys() -> impl Strategy<Value = BTreeSet<Vec<u8>>> {
@@ -211,7 +253,7 @@ fn format_version(bytes: &AlignedBytes) -> u32 {
 fn shares_labels(bytes: &AlignedBytes) -> bool {
     match format_version(bytes) {
         2 => true,
-        3 | 5 => pith_enc::le::u32_at(bytes.as_bytes(), 12).is_some_and(|f| f & 2 != 0),
+        3 | 5 | 6 => pith_enc::le::u32_at(bytes.as_bytes(), 12).is_some_and(|f| f & 2 != 0),
         _ => false,
     }
 }
@@ -252,6 +294,28 @@ proptest! {
                                "[abc]{0,3}".prop_map(|s| format!("{s}.*")),
                            ]) {
         check_regex(&keys, &pattern);
+    }
+}
+
+proptest! {
+    // Tries of a few thousand keys each: fewer cases.
+    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+
+    #[test]
+    fn copies_match_btreeset(keys in versioned_keys(),
+                             probes in proptest::collection::vec(key_strategy(), 0..30)) {
+        let mut probes = probes;
+        for k in keys.iter().step_by(5) {
+            probes.push([k.as_slice(), b"0"].concat());
+            probes.push(k[..k.len() - 1].to_vec());
+            let mut next = k.clone();
+            *next.last_mut().unwrap() += 1;
+            probes.push(next);
+        }
+        prop_assert_eq!(format_version(&trie_of(&keys)), 6);
+        check_against_model(&keys, &probes);
+        check_regex(&keys, "[a-c].*-dev/.*");
+        check_regex(&keys, ".*/1.*-2");
     }
 }
 
@@ -522,6 +586,7 @@ fn every_sample() -> Vec<AlignedBytes> {
     vec![
         sample_bytes(),
         shared_sample_bytes(),
+        v5_trie_of(&sample_keys()),
         v3_trie_of(&sample_keys()),
         v3_trie_of(&shared_sample_keys()),
         legacy_trie_of(&sample_keys()),
@@ -773,6 +838,26 @@ fn golden_v5_bytes_match_docs() {
     assert_golden("golden-trie-v5", &bytes);
     let trie = Trie::open_validated(bytes.as_bytes()).unwrap();
     for (id, key) in GOLDEN_V5_KEYS.iter().enumerate() {
+        assert_eq!(trie.lookup(key), Some(id as u64));
+        assert_eq!(trie.key(id as u64).as_deref(), Some(*key));
+    }
+}
+
+/// The keys of the version-6 golden trie: tails `pt`, `2.6.1`, then two
+/// copies of it, `oc/` + `2.6.1` and `tils/` + `2.6.1`.
+const GOLDEN_V6_KEYS: [&[u8]; 3] = [b"apt-doc/2.6.1", b"apt-utils/2.6.1", b"apt/2.6.1"];
+
+#[test]
+fn golden_v6_bytes_match_docs() {
+    let mut b = TrieBuilder::new();
+    for key in GOLDEN_V6_KEYS {
+        b.push(key).unwrap();
+    }
+    let bytes = b.finish_with_copies().unwrap();
+    assert_eq!(format_version(&bytes), 6);
+    assert_golden("golden-trie-v6", &bytes);
+    let trie = Trie::open_validated(bytes.as_bytes()).unwrap();
+    for (id, key) in GOLDEN_V6_KEYS.iter().enumerate() {
         assert_eq!(trie.lookup(key), Some(id as u64));
         assert_eq!(trie.key(id as u64).as_deref(), Some(*key));
     }
@@ -1199,12 +1284,44 @@ fn long_labels_match_the_model() {
     }
 }
 
+/// Debian-like keys whose versions repeat among neighbours: labels copy
+/// their ends (version 6), the trie is smaller than version 5's, and
+/// answers as the model does.
+#[test]
+fn copies_make_versioned_keys_smaller() {
+    let keys: BTreeSet<Vec<u8>> = (0..4000u64)
+        .map(|i| {
+            let part = ["", "-dev", "-doc", "-common-data", "-utils"][i as usize % 5];
+            let v = (i / 5).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 24;
+            let name = format!("lib{}{}", v % 997, ["x", "gtk", "perl"][(v % 3) as usize]);
+            format!("{name}{part}/{}.{}-{}", v % 89, v / 89 % 1000, i / 5 % 4).into_bytes()
+        })
+        .collect();
+    let (now, before) = (trie_of(&keys), v5_trie_of(&keys));
+    assert_eq!((format_version(&now), format_version(&before)), (6, 5));
+    let report = |b: &AlignedBytes| Trie::open_validated(b.as_bytes()).unwrap().size_report();
+    let (now_report, before_report) = (report(&now), report(&before));
+    assert!(
+        now_report.label_pool * 20 < before_report.label_pool * 19
+            && now_report.total < before_report.total,
+        "{now_report:?} {before_report:?}"
+    );
+    let probes: Vec<Vec<u8>> = keys
+        .iter()
+        .step_by(3)
+        .flat_map(|k| [k[..k.len() - 2].to_vec(), [k.as_slice(), b"1"].concat()])
+        .collect();
+    check_against_model(&keys, &probes);
+    check_regex(&keys, "lib1.*-dev/.*");
+    check_regex(&keys, ".*/2.*-3");
+}
+
 /// Where labels are short, as on real keys, blocks of lengths take less
 /// than version 3's sampled offsets; the pool is the same.
 #[test]
 fn label_blocks_are_smaller_than_sampled_offsets() {
     let keys = sample_keys();
-    let (now, before) = (trie_of(&keys), v3_trie_of(&keys));
+    let (now, before) = (v5_trie_of(&keys), v3_trie_of(&keys));
     let now = Trie::open_validated(now.as_bytes()).unwrap().size_report();
     let before = Trie::open_validated(before.as_bytes())
         .unwrap()

@@ -70,7 +70,7 @@ use crate::labels::{Labels, Layout};
 use crate::levels::Levels;
 use crate::nodes::NodeStarts;
 use crate::perm::Perm;
-use crate::symbols::LabelCmp;
+use crate::symbols::{Code, LabelCmp};
 use crate::words::{corrupt, WordReader};
 
 /// The top two levels by byte, computed at open (nothing on disk). Every
@@ -197,6 +197,7 @@ impl<'a> Trie<'a> {
         let known_flags = match h.version {
             FormatVersion::V1 | FormatVersion::V2 => FLAG_ROOT_TERMINAL,
             FormatVersion::V3 | FormatVersion::V5 => FLAG_ROOT_TERMINAL | FLAG_SHARED_LABELS,
+            FormatVersion::V6 => FLAG_ROOT_TERMINAL,
             // Opened by `open_dense` above; never parsed as LOUDS.
             FormatVersion::V4 => return Err(bad("a dense-key trie read as a LOUDS trie")),
         };
@@ -214,11 +215,12 @@ impl<'a> Trie<'a> {
             }
             FormatVersion::V3 | FormatVersion::V4 => Layout::Inline,
             FormatVersion::V5 => Layout::Blocks,
+            FormatVersion::V6 => Layout::Copies,
         };
         let labels = Labels::read(&mut r, edges.ones(HAS_TAIL), layout)?;
         let ids = match h.version {
             FormatVersion::V1 | FormatVersion::V2 => KeyIds::Cycles(Perm::read(&mut r, num_keys)?),
-            FormatVersion::V3 | FormatVersion::V4 | FormatVersion::V5 => {
+            FormatVersion::V3 | FormatVersion::V4 | FormatVersion::V5 | FormatVersion::V6 => {
                 KeyIds::Levels(Levels::read(&mut r, num_edges)?)
             }
         };
@@ -552,10 +554,10 @@ impl<'a> Trie<'a> {
     /// The encoded rest of edge `e`'s label after its first byte (in
     /// the symbol table's codes), or `None` for a one-byte label.
     #[inline(always)]
-    pub(crate) fn tail_code(&self, e: usize) -> Option<&'a [u8]> {
+    pub(crate) fn tail_code(&self, e: usize) -> Option<Code<'a>> {
         self.edges
             .bit(HAS_TAIL, e)
-            .then(|| self.labels.code(self.edges.rank(HAS_TAIL, e)))
+            .then(|| self.labels.label(self.edges.rank(HAS_TAIL, e)))
     }
 
     /// Appends the label of edge `e` (all of it) to `out`.
