@@ -30,13 +30,20 @@
 //!   to 12, and one read where they took two. The builder writes it
 //!   wherever it used to write inline labels, except where a block's base
 //!   would not fit (pools of 2^34 bytes), which stay inline (version 3).
+//! * **copies** (version 6): blocks, where a label's codes may start with
+//!   the copy code and say which recent label's end follows its own start
+//!   ([`crate::copies`]). The builder writes it where copies would copy
+//!   at least [`COPIED_SHARE`] of the label bytes, with a table trained
+//!   on what they leave to code; else blocks.
 //!
 //! [`Labels::read`] checks the parts' lengths in O(1); [`Labels::validate`]
 //! checks that inline offsets start at 0, never decrease and end at the
 //! pool length, that the shared pool is whole entries and every ref an
-//! entry's start, or the blocks as [`crate::label_blocks`] says. Queries
-//! take each slice with a checked `get`, so unvalidated offsets, refs or
-//! blocks give a wrong label, never an out-of-bounds read.
+//! entry's start, or the blocks as [`crate::label_blocks`] says, and the
+//! copies as [`crate::copies`] says. Queries take each slice with a
+//! checked `get`, so unvalidated offsets, refs or blocks give a wrong
+//! label, never an out-of-bounds read; a copy of a label that is missing
+//! or a copy itself copies nothing.
 //!
 //! The builder writes both the shared layout and one entry per label, and
 //! keeps the smaller: a label costs one read of the index (refs or blocks)
@@ -576,6 +583,20 @@ impl<'a> Labels<'a> {
         match &self.index {
             Index::Offsets { .. } | Index::Blocks { .. } => 0,
             Index::Refs(refs) => packed_bytes(refs),
+        }
+    }
+
+    /// How many labels are copies (0 unless the layout has them).
+    pub(crate) fn copies(&self) -> usize {
+        match self.index {
+            Index::Blocks {
+                blocks,
+                copies: true,
+                ..
+            } => (0..blocks.len())
+                .filter(|&i| copies::is_copy(self.code(i)))
+                .count(),
+            _ => 0,
         }
     }
 

@@ -37,6 +37,12 @@
 //! Where each label lies in the pool is kept as blocks of 5-bit lengths
 //! with a base per 30 labels (format version 5, `label_blocks.rs`): 6.4
 //! bits a label and one read, where offsets took about 11 bits and two.
+//! The suffix sharing that nesting would buy comes mostly from neighbours
+//! (a source's packages share a version, sibling directories their
+//! files), so a label may instead copy the end of one of the 16 labels
+//! before it, for two bytes (format version 6, `copies.rs`): 12% fewer
+//! pool bytes on Debian keys, and one more label read only where a label
+//! is a copy.
 //!
 //! Ids are key ranks from the start (TerarkDB's breadth-first ids were not,
 //! and its value store had to be rewritten after the index was built):

@@ -144,10 +144,10 @@ pub struct SizeReport {
     /// Per-edge first label bytes and flag bits with rank counters and
     /// select samples.
     pub edges_bytes: usize,
-    /// Label store: symbol table, offsets (version 5: blocks) or refs,
+    /// Label store: symbol table, offsets (versions 5 and 6: blocks) or refs,
     /// and the encoded pools.
     pub labels: usize,
-    /// Encoded label pool alone (with version 5's pool of long labels).
+    /// Encoded label pool alone (with the blocks' pool of long labels).
     pub label_pool: usize,
     /// The labels' refs to their shared store entries (0 when each label
     /// has an entry of its own: inline or blocks).
@@ -159,6 +159,9 @@ pub struct SizeReport {
     pub edges: usize,
     /// Whether labels use the symbol table (`true`) or are raw.
     pub compressed_labels: bool,
+    /// Labels stored as copies of the end of a recent label (format
+    /// version 6; counted by a pass over the labels).
+    pub label_copies: usize,
     /// The body of a dense-key trie (format version 4: the other parts
     /// are then empty), 0 for a LOUDS trie.
     pub dense_keys: usize,
@@ -499,6 +502,7 @@ impl<'a> Trie<'a> {
             permutation: self.ids.size_bytes(),
             edges: self.edges.len(),
             compressed_labels: self.labels.symbols().mode() == crate::symbols::Mode::Symbols,
+            label_copies: self.labels.copies(),
             dense_keys: 0,
         }
     }

@@ -281,8 +281,10 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         },
         if size.label_refs > 0 {
             format!("shared: refs {}", fmt_bytes(size.label_refs))
+        } else if size.label_copies > 0 {
+            format!("one per label, {} copies", size.label_copies)
         } else {
-            "inline".to_string()
+            "one per label".to_string()
         },
         fmt_bytes(size.permutation)
     );
@@ -302,6 +304,7 @@ pub fn run(args: &Args) -> Result<(), CliError> {
         "keys": n,
         "raw_bytes": raw_bytes,
         "pith_bytes": pith.len(),
+        "pith_label_copies": size.label_copies,
         "fst_bytes": fst_bytes.len(),
         "pith_build_s": pith_build.median,
         "fst_build_s": fst_build.median,
