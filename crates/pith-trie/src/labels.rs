@@ -219,14 +219,16 @@ fn encode_pool<'k>(
     }
     if copies == Copies::WherePaying {
         let mut chooser = Chooser::new();
-        let kept: Vec<usize> = labels
+        // 4 bytes a label (a label of 4 GiB or more would train on its
+        // first 4 GiB).
+        let kept: Vec<u32> = labels
             .clone()
-            .map(|l| chooser.kept_before_training(l))
+            .map(|l| u32::try_from(chooser.kept_before_training(l)).unwrap_or(u32::MAX))
             .collect();
         let raw: usize = labels.clone().map(<[u8]>::len).sum();
-        let copied = raw - kept.iter().sum::<usize>();
+        let copied = raw - kept.iter().map(|&k| k as usize).sum::<usize>();
         if copied * COPIED_SHARE.1 >= raw * COPIED_SHARE.0 {
-            let residual = labels.clone().zip(&kept).map(|(l, &k)| &l[..k]);
+            let residual = labels.clone().zip(&kept).map(|(l, &k)| &l[..k as usize]);
             table = Some(SymbolTable::train_codes(residual, usize::from(COPY)));
         }
     }
