@@ -26,10 +26,20 @@ printf '%s\n' a b c d e f g h i j k l m n o p q r s t u v w x y z > /tmp/pith-fu
 cargo run -q --release -p pith-cli -- trie build --format keys --keys /tmp/pith-fuzz-dense.txt --out fuzz/corpus/trie_open/dense-all.trie
 printf '%s\n' a c e g i k m o q s u w y > /tmp/pith-fuzz-dense.txt
 cargo run -q --release -p pith-cli -- trie build --format keys --keys /tmp/pith-fuzz-dense.txt --out fuzz/corpus/trie_open/dense-some.trie
+# Keys whose versions repeat among neighbours, so tails are copies
+# (format version 6) coded by a trained symbol table.
+python3 - > /tmp/pith-fuzz-versioned.txt <<'PY'
+for i in range(3000):
+    v = (i // 5 * 0x9E3779B97F4A7C15 % 2**64) >> 24
+    part = ["", "-dev", "-doc", "-common-data", "-utils"][i % 5]
+    print(f"lib{v % 997}{['x', 'gtk', 'perl'][v % 3]}{part}/{v % 89}.{v // 89 % 1000}-{i // 5 % 4}")
+PY
+sort -u -o /tmp/pith-fuzz-versioned.txt /tmp/pith-fuzz-versioned.txt
+cargo run -q --release -p pith-cli -- trie build --format keys --keys /tmp/pith-fuzz-versioned.txt --out fuzz/corpus/trie_open/copied-tails.trie
 # Tries as written before format version 3 (the permutation), which
-# readers still open, a dense one, version 5 (label blocks; the Debian
-# sample's trie is version 6, copied tails) and version 6's dump (a copy
-# in a trie of three keys): the golden dumps of docs/format.md.
+# readers still open, a dense one, version 5 (label blocks, as the
+# Debian sample's trie) and version 6's dump (copies in a trie of three
+# keys, every byte escaped): the golden dumps of docs/format.md.
 for v in 1 2 4 5 6; do
   python3 - "$v" > "fuzz/corpus/trie_open/golden-v$v.trie" <<'PY'
 import re, sys
