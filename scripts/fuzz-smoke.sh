@@ -36,6 +36,12 @@ for i in range(3000):
 PY
 sort -u -o /tmp/pith-fuzz-versioned.txt /tmp/pith-fuzz-versioned.txt
 cargo run -q --release -p pith-cli -- trie build --format keys --keys /tmp/pith-fuzz-versioned.txt --out fuzz/corpus/trie_open/copied-tails.trie
+python3 - <<'PY'
+import struct, sys
+version = struct.unpack_from("<I", open("fuzz/corpus/trie_open/copied-tails.trie", "rb").read(), 8)[0]
+if version != 6:
+    sys.exit(f"copied-tails.trie is trie version {version}, not 6: the seed lost its copies")
+PY
 # Tries as written before format version 3 (the permutation), which
 # readers still open, a dense one, version 5 (label blocks, as the
 # Debian sample's trie) and version 6's dump (copies in a trie of three

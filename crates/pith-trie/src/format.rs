@@ -53,7 +53,7 @@ pub enum FormatVersion {
     /// large for the blocks (2^34 bytes) is written as version 3.
     V5 = 5,
     /// Version 5 whose blocks-layout labels may each copy the end of one
-    /// of the 16 labels before it (`copies.rs`): 13% fewer pool bytes on
+    /// of the 16 labels before it (`copies.rs`): 12% fewer pool bytes on
     /// Debian keys and package files. Written when the labels are in
     /// blocks and some label is a copy; otherwise a trie is written as
     /// version 5 (or 3, 4). No shared-labels flag.

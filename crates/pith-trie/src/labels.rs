@@ -404,12 +404,12 @@ enum Index<'a> {
     },
     /// Shared: the entry at byte `refs[i]`, a varint length then the codes.
     Refs(Packed<'a>),
-    /// Blocks of lengths, and the long labels' pool; `copies` when a
-    /// label may be a copy ([`Layout::Copies`] with a symbol table).
+    /// Blocks of lengths, and the long labels' pool; `may_copy` when a
+    /// label may be a copy ([`Layout::Copies`]).
     Blocks {
         blocks: Blocks<'a>,
         long: &'a [u8],
-        copies: bool,
+        may_copy: bool,
     },
 }
 
@@ -454,15 +454,20 @@ impl<'a> Labels<'a> {
                 let blocks = Blocks::read(r, count)?;
                 let pool = r.bytes("label pool")?;
                 let long = r.bytes("long label pool")?;
-                let copies = layout == Layout::Copies && symbols.mode() == Mode::Symbols;
-                if copies && symbols.symbol(COPY).1 != 0 {
+                let may_copy = layout == Layout::Copies;
+                if may_copy && symbols.mode() != Mode::Symbols {
+                    // Copies need a table (254 is a byte like any in raw
+                    // labels), and a builder writes version 5 without one.
+                    return Err(corrupt(at, "labels with copies but no symbol table"));
+                }
+                if may_copy && symbols.symbol(COPY).1 != 0 {
                     return Err(corrupt(at, "the symbol table codes the copy code 254"));
                 }
                 (
                     Index::Blocks {
                         blocks,
                         long,
-                        copies,
+                        may_copy,
                     },
                     pool,
                 )
@@ -526,10 +531,10 @@ impl<'a> Labels<'a> {
             Index::Blocks {
                 blocks,
                 long,
-                copies,
+                may_copy,
             } => {
                 blocks.validate(self.pool, long, self.at)?;
-                if copies {
+                if may_copy {
                     self.validate_copies(blocks.len())?;
                 }
             }
@@ -557,9 +562,7 @@ impl<'a> Labels<'a> {
             if copies::is_copy(from) {
                 return Err(bad("of a copy"));
             }
-            let mut len = Vec::new();
-            self.symbols.decode(from, &mut len);
-            if skip >= len.len() {
+            if skip >= self.symbols.decoded_len(from) {
                 return Err(bad("of nothing (it skips the whole label)"));
             }
         }
@@ -595,7 +598,7 @@ impl<'a> Labels<'a> {
         match self.index {
             Index::Blocks {
                 blocks,
-                copies: true,
+                may_copy: true,
                 ..
             } => (0..blocks.len())
                 .filter(|&i| copies::is_copy(self.code(i)))
@@ -647,7 +650,7 @@ impl<'a> Labels<'a> {
     #[inline(always)]
     pub(crate) fn label(&self, i: usize) -> Code<'a> {
         let code = self.code(i);
-        let Index::Blocks { copies: true, .. } = self.index else {
+        let Index::Blocks { may_copy: true, .. } = self.index else {
             return Code::whole(code);
         };
         self.resolve(i, code)
@@ -679,7 +682,7 @@ impl<'a> Labels<'a> {
     #[inline(always)]
     pub(crate) fn compare(&self, i: usize, query: &[u8]) -> LabelCmp {
         let code = self.code(i);
-        if let Index::Blocks { copies: true, .. } = self.index {
+        if let Index::Blocks { may_copy: true, .. } = self.index {
             if copies::is_copy(code) {
                 return self.compare_copy(i, code, query);
             }

@@ -517,6 +517,20 @@ impl<'a> Symbols<'a> {
         }
     }
 
+    /// How many bytes `code` decodes to.
+    pub(crate) fn decoded_len(&self, code: &[u8]) -> usize {
+        if self.mode == Mode::Raw {
+            return code.len();
+        }
+        let (mut i, mut len) = (0, 0);
+        while i < code.len() {
+            let (_, n, next) = self.symbol_at(code, i);
+            len += n;
+            i = next;
+        }
+        len
+    }
+
     /// Leaves out the first `skip` decoded bytes of `code`: the rest of
     /// the symbol they end inside (as a word and its length, `(0, 0)`
     /// when they end at a code's end) and the codes after it.

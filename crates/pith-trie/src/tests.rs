@@ -41,10 +41,18 @@ fn v5_trie_of(keys: &BTreeSet<Vec<u8>>) -> AlignedBytes {
     trie_finished_by(keys, TrieBuilder::finish_v5)
 }
 
+/// The same keys with every label that is shorter as a copy written as
+/// one (format version 6 wherever one is), coded by a table of no
+/// symbols: copies on key sets too small for a trained table.
+fn copies_trie_of(keys: &BTreeSet<Vec<u8>>) -> AlignedBytes {
+    trie_finished_by(keys, TrieBuilder::finish_with_copies)
+}
+
 /// Checks every query against the model, in the current format and in the
-/// ones before.
+/// ones before, and with copies forced.
 fn check_against_model(keys: &BTreeSet<Vec<u8>>, probes: &[Vec<u8>]) {
     check_bytes_against_model(&trie_of(keys), keys, probes);
+    check_bytes_against_model(&copies_trie_of(keys), keys, probes);
     check_bytes_against_model(&v5_trie_of(keys), keys, probes);
     check_bytes_against_model(&v3_trie_of(keys), keys, probes);
     check_bytes_against_model(&legacy_trie_of(keys), keys, probes);
@@ -134,6 +142,7 @@ fn check_bytes_against_model(bytes: &AlignedBytes, keys: &BTreeSet<Vec<u8>>, pro
 
 fn check_regex(keys: &BTreeSet<Vec<u8>>, pattern: &str) {
     check_regex_on(&trie_of(keys), keys, pattern);
+    check_regex_on(&copies_trie_of(keys), keys, pattern);
     check_regex_on(&legacy_trie_of(keys), keys, pattern);
 }
 
@@ -566,6 +575,13 @@ fn sample_bytes() -> AlignedBytes {
     trie_of(&sample_keys())
 }
 
+/// The sample with copies forced (format version 6).
+fn copies_sample_bytes() -> AlignedBytes {
+    let bytes = copies_trie_of(&sample_keys());
+    assert_eq!(format_version(&bytes), 6, "the sample must have copies");
+    bytes
+}
+
 /// 2,400 file-path-like keys, whose labels repeat (the shared layout).
 fn shared_sample_keys() -> BTreeSet<Vec<u8>> {
     let names = ["__init__.py", "setup.py", "README.md", "LICENSE.txt", "x"];
@@ -586,6 +602,7 @@ fn every_sample() -> Vec<AlignedBytes> {
     vec![
         sample_bytes(),
         shared_sample_bytes(),
+        copies_sample_bytes(),
         v5_trie_of(&sample_keys()),
         v3_trie_of(&sample_keys()),
         v3_trie_of(&shared_sample_keys()),
@@ -1314,6 +1331,51 @@ fn copies_make_versioned_keys_smaller() {
     check_against_model(&keys, &probes);
     check_regex(&keys, "lib1.*-dev/.*");
     check_regex(&keys, ".*/2.*-3");
+}
+
+/// Copies whose ends hold the escape and copy bytes (254, 255, 0) and
+/// are longer than a block keeps in the pool (long labels), with copies
+/// forced: the model agrees.
+#[test]
+fn copies_of_long_ends_and_escape_bytes_match_the_model() {
+    let ends: [Vec<u8>; 3] = [
+        [b"/".as_slice(), &[254; 40], b"-end"].concat(),
+        [&[255u8, 254, 0, 255][..], &[b'v'; 44]].concat(),
+        b"/2.6.1+dfsg-3~deb12u1".to_vec(),
+    ];
+    // Starts unique past their first bytes, so labels do not repeat
+    // whole (the shared layout would win) but their ends do.
+    let keys: BTreeSet<Vec<u8>> = (0..600u64)
+        .map(|i| {
+            let hash = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32;
+            let start = [
+                &[254u8, b'a' + (i % 7) as u8][..],
+                format!("{hash:08x}").as_bytes(),
+            ]
+            .concat();
+            [start, ends[(i % 3) as usize].clone()].concat()
+        })
+        .collect();
+    let bytes = copies_trie_of(&keys);
+    assert_eq!(format_version(&bytes), 6);
+    let trie = Trie::open_validated(bytes.as_bytes()).unwrap();
+    assert!(trie.size_report().label_copies > 100);
+    let probes: Vec<Vec<u8>> = keys
+        .iter()
+        .step_by(5)
+        .flat_map(|k| {
+            let mut bumped = k.clone();
+            *bumped.last_mut().unwrap() ^= 1;
+            [
+                k[..k.len() - 3].to_vec(),
+                bumped,
+                [k.as_slice(), &[254]].concat(),
+            ]
+        })
+        .collect();
+    check_against_model(&keys, &probes);
+    check_regex(&keys, "(?s-u).*\\xFE{40}-end");
+    check_regex(&keys, "(?s-u)\\xFE[ab].*v");
 }
 
 /// Where labels are short, as on real keys, blocks of lengths take less

@@ -484,7 +484,8 @@ impl<'a> Trie<'a> {
             + root.nodes.as_ref().map_or(0, NodeStarts::heap_bytes)
     }
 
-    /// Sizes of the parts.
+    /// Sizes of the parts: O(1), but for [`SizeReport::label_copies`], a
+    /// pass over the labels of a version-6 trie.
     pub fn size_report(&self) -> SizeReport {
         if let Some(d) = &self.dense {
             return SizeReport {
