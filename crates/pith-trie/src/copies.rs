@@ -166,6 +166,7 @@ impl<'k> Chooser<'k> {
     /// nearest of equals), as `(back, common, skip)`: it is `back + 1`
     /// labels back, the end is `common` bytes (0 for none), and `skip`
     /// bytes of it come before the end.
+    ///
     /// Labels' last 8 bytes are compared in words kept with them (the
     /// whole ends only where those are equal): comparing the labels
     /// themselves took a quarter of a Debian keys' build.
