@@ -220,20 +220,13 @@ impl<'k> Chooser<'k> {
         self.count = (self.count + 1).min(WINDOW);
     }
 
-    /// Sets `out` to the stored codes of `label`, the next label, and
-    /// returns how many of its first bytes they code (all but those
-    /// copied). `table` must leave [`COPY`] unused.
-    pub(crate) fn encode(
-        &mut self,
-        table: &SymbolTable,
-        label: &'k [u8],
-        out: &mut Vec<u8>,
-    ) -> usize {
+    /// Sets `out` to the stored codes of `label`, the next label. `table`
+    /// must leave [`COPY`] unused.
+    pub(crate) fn encode(&mut self, table: &SymbolTable, label: &'k [u8], out: &mut Vec<u8>) {
         out.clear();
         table.encode(label, out);
         let (back, common, skip) = self.best_copy(label);
         let mut copied = false;
-        let mut kept = label.len();
         if common >= MIN_COPY {
             self.start.clear();
             table.encode(&label[..label.len() - common], &mut self.start);
@@ -243,11 +236,9 @@ impl<'k> Chooser<'k> {
                 out.extend_from_slice(&[COPY, (back as u8) << 4 | skip as u8]);
                 out.extend_from_slice(&self.start);
                 copied = true;
-                kept = label.len() - common;
             }
         }
         self.push(label, copied);
-        kept
     }
 }
 

@@ -214,6 +214,7 @@ fn encode_pool<'k>(
     // With copies, the table is trained on what they will leave to code;
     // unless they would copy too little to pay for what a copy costs a
     // lookup (see [`COPIED_SHARE`]).
+    let raw: usize = labels.clone().map(<[u8]>::len).sum();
     let mut table = None;
     #[cfg(any(test, feature = "fuzzing"))]
     if copies == Copies::Always {
@@ -227,7 +228,6 @@ fn encode_pool<'k>(
             .clone()
             .map(|l| u32::try_from(chooser.kept_before_training(l)).unwrap_or(u32::MAX))
             .collect();
-        let raw: usize = labels.clone().map(<[u8]>::len).sum();
         let copied = raw - kept.iter().map(|&k| k as usize).sum::<usize>();
         if copied * COPIED_SHARE.1 >= raw * COPIED_SHARE.0 {
             let residual = labels.clone().zip(&kept).map(|(l, &k)| &l[..k as usize]);
@@ -239,7 +239,6 @@ fn encode_pool<'k>(
     let copying = table.is_some();
     let table = table.unwrap_or_else(|| SymbolTable::train(labels.clone()));
     let mut chooser = (copying && table.mode == Mode::Symbols).then(Chooser::new);
-    let raw: usize = labels.clone().map(<[u8]>::len).sum();
     table.write(out);
     let pool_at = out.len();
     out.reserve_exact(1 + table.encoded_estimate(raw).div_ceil(8));
@@ -247,9 +246,7 @@ fn encode_pool<'k>(
     let mut code = Vec::new();
     for label in labels {
         match &mut chooser {
-            Some(chooser) => {
-                chooser.encode(&table, label, &mut code);
-            }
+            Some(chooser) => chooser.encode(&table, label, &mut code),
             None => {
                 code.clear();
                 table.encode(label, &mut code);
